@@ -1,0 +1,53 @@
+# memcert developer and CI entry points.
+#   make test      lint, then the whole suite under xdist against a throwaway PostgreSQL
+#   make lint      ruff on everything, mypy --strict on invariants/ and reference_store/
+#   make certify   memcert certify (CERTIFY_ARGS=... passes options)
+#   make bench     the benchmark (BENCH_ARGS=... passes options)
+#   make clean     remove the virtualenv, caches and build output
+# PYTEST_ARGS=... is passed to pytest, e.g. PYTEST_ARGS='-k normalize -x'.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := test
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+# Reinstalled only when pyproject.toml is newer, so repeated runs stay quick.
+STAMP := $(VENV)/.memcert-installed
+
+PYTEST_ARGS ?=
+CERTIFY_ARGS ?=
+BENCH_ARGS ?=
+
+.PHONY: venv lint test certify bench clean
+
+venv: $(STAMP)
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $@
+
+lint: $(STAMP)
+	$(BIN)/ruff check . scripts/throwaway-pg
+	$(BIN)/mypy
+
+# MEMCERT_REQUIRE_PG=1 turns a missing server into a failure instead of a skip.
+# throwaway-pg stops the server whatever pytest does, and exits with pytest's
+# status, so "no tests collected" (5) fails the target like any other failure.
+test: lint
+	MEMCERT_REQUIRE_PG=1 $(BIN)/python scripts/throwaway-pg run -- \
+		$(BIN)/python -m pytest -n auto $(PYTEST_ARGS)
+
+certify: $(STAMP)
+	$(BIN)/memcert certify $(CERTIFY_ARGS)
+
+bench: $(STAMP)
+	$(BIN)/python -m benchmarks $(BENCH_ARGS)
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -1,0 +1,340 @@
+"""The reference store: a memory backend that keeps every invariant memcert checks.
+
+Each write, delete and restore is one transaction that first upserts the entity's row
+in ``entities``. That upsert is the serialization point: on PostgreSQL it takes the row
+lock, on SQLite the transaction already holds the database write lock (``BEGIN
+IMMEDIATE``). Under that lock the store reads the tombstone state and the current record
+of the key, and decides. Nothing is decided from data read before the lock, which is
+why concurrent writers can never both insert, and a stale write can never slip past a
+newer one.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from sqlalchemy import Connection, Engine, Row, delete, func, insert, select, text, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import URL
+from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
+
+from invariants.backend import Ack, Delete, Record, Restore, Write
+from invariants.errors import InvalidArgument
+
+from .config import StoreConfig
+from .engine import IMMEDIATE, is_memory_url, make_engine, normalize_url
+from .normalize import Embedder, Normalizer, load_lexicon
+from .schema import entities, memories, metadata, operations, tombstones
+from .trust import place
+from .validation import check_memory_type, check_op, check_text
+
+__all__ = ["ReferenceStore", "WriteOptions"]
+
+T = TypeVar("T")
+
+_TRANSIENT_SQLSTATES = frozenset({"40001", "40P01", "55P03", "23505"})
+
+
+@dataclass(frozen=True, slots=True)
+class WriteOptions:
+    """What an agent-facing write adds to the contract's ``Write``."""
+
+    memory_type: str = "semantic"
+    tags: tuple[str, ...] = ()
+    score: float = 1.0
+    half_life_seconds: float | None = None
+
+
+class _Replayed(Exception):
+    """The op_id was seen before: the transaction is rolled back and the first outcome wins."""
+
+
+class ReferenceStore:
+    """A handle onto one reference database; open as many as you like onto the same one."""
+
+    def __init__(
+        self,
+        url: str | URL,
+        config: StoreConfig | None = None,
+        *,
+        embedder: Embedder | None = None,
+        clock: Callable[[], float] = time.time,
+        engine: Engine | None = None,
+    ) -> None:
+        self.config = config or StoreConfig()
+        self.url = normalize_url(url) if isinstance(url, str) else url
+        if self.config.level == "semantic" and embedder is None:
+            raise InvalidArgument(
+                "level='semantic' needs an embedder; pass embedder=<callable mapping a "
+                "list of texts to vectors>, or use level='lexical'."
+            )
+        lexicon = load_lexicon(self.config.lexicon_path) if self.config.lexicon_path else None
+        self.normalizer = Normalizer(
+            self.config.level,
+            lexicon=lexicon,
+            embedder=embedder,
+            threshold=self.config.semantic_threshold,
+        )
+        self._clock = clock
+        self._owns_engine = engine is None
+        self.engine = engine if engine is not None else make_engine(self.url, self.config)
+        self._dialect = self.engine.dialect.name
+        self._serial = threading.RLock() if is_memory_url(self.url) else None
+        self._jitter = random.Random()
+        self._create_schema()
+
+    # -- the contract ---------------------------------------------------------------
+
+    def write(self, op: Write) -> Ack:
+        """Apply a contract write as a trusted semantic memory with default strength."""
+        return self.remember(op)
+
+    def remember(self, op: Write, options: WriteOptions = WriteOptions()) -> Ack:
+        """Write with the agent-facing extras: memory type, tags, score and half-life."""
+        check_op(op, max_value_bytes=self.config.max_value_bytes)
+        check_memory_type(options.memory_type)
+        for tag in options.tags:
+            check_text("tags", tag, max_bytes=256)
+        attr_key = self.normalizer.attribute_key(op.attribute)
+        value_key = self.normalizer.value_key(op.value)
+        placed = place(op.source, op.value, options.memory_type, options.score)
+        half_life = options.half_life_seconds or self.config.default_half_life_seconds
+        row = {
+            "namespace": op.namespace,
+            "entity_id": op.entity_id,
+            "attribute": op.attribute,
+            "attr_key": attr_key,
+            "value": op.value,
+            "value_key": value_key,
+            "causal_seq": op.causal_seq,
+            "op_id": op.op_id,
+            "source": op.source,
+            "trust": placed.trust,
+            "memory_type": placed.memory_type,
+            "instruction_like": placed.instruction_like,
+            "tags": json.dumps(sorted(set(options.tags)), ensure_ascii=False),
+            "score": placed.score,
+            "half_life_seconds": half_life,
+            "access_count": 0,
+            "status": "active",
+        }
+        return self._run_op(op, "write", lambda conn, state: self._write_tx(conn, op, row, state))
+
+    def delete(self, op: Delete) -> Ack:
+        check_op(op, max_value_bytes=self.config.max_value_bytes)
+        return self._run_op(op, "delete", lambda conn, state: self._delete_tx(conn, op, state))
+
+    def restore(self, op: Restore) -> Ack:
+        check_op(op, max_value_bytes=self.config.max_value_bytes)
+        return self._run_op(op, "restore",
+                            lambda conn, state: self._restore_tx(conn, op, state))
+
+    def read(self, namespace: str, entity_id: str) -> list[Record]:
+        """Active records of one entity, oldest cause first."""
+        query = (
+            select(memories.c.entity_id, memories.c.attribute, memories.c.value,
+                   memories.c.causal_seq, memories.c.version)
+            .where(memories.c.namespace == namespace, memories.c.entity_id == entity_id,
+                   memories.c.status == "active")
+            .order_by(memories.c.causal_seq, memories.c.version)
+        )
+        with self._connect() as conn:
+            rows = conn.execute(query).all()
+        return [Record(r.entity_id, r.attribute, r.value, int(r.causal_seq), int(r.version))
+                for r in rows]
+
+    def reset(self) -> None:
+        with self._transaction() as conn:
+            for table in (memories, tombstones, operations, entities):
+                conn.execute(delete(table))
+
+    def close(self) -> None:
+        if self._owns_engine:
+            self.engine.dispose()
+
+    def __enter__(self) -> ReferenceStore:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    # -- transactions ---------------------------------------------------------------
+
+    def _run_op(self, op: Write | Delete | Restore, kind: str,
+                body: Callable[[Connection, Row[Any]], Ack]) -> Ack:
+        def attempt() -> Ack:
+            with self._transaction() as conn:
+                ack = body(conn, self._lock_entity(conn, op.namespace, op.entity_id))
+                try:
+                    conn.execute(insert(operations).values(
+                        namespace=op.namespace, op_id=op.op_id, kind=kind,
+                        entity_id=op.entity_id, applied=ack.applied, version=ack.version,
+                        reason=ack.reason, created_at=self._clock()))
+                except IntegrityError as error:
+                    raise _Replayed from error
+                return ack
+
+        try:
+            return self._retrying(attempt)
+        except _Replayed:
+            return self._first_outcome(op.namespace, op.op_id)
+
+    def _first_outcome(self, namespace: str, op_id: str) -> Ack:
+        with self._connect() as conn:
+            row = conn.execute(
+                select(operations.c.applied, operations.c.version, operations.c.reason)
+                .where(operations.c.namespace == namespace, operations.c.op_id == op_id)
+            ).one()
+        return Ack(bool(row.applied), None if row.version is None else int(row.version),
+                   row.reason)
+
+    def _lock_entity(self, conn: Connection, namespace: str, entity_id: str) -> Row[Any]:
+        """Take the entity's lock, allocate its next version and read its tombstone state.
+
+        The retry of an op_id already applied also gets here: the transaction then runs
+        to the op log insert, fails on its primary key, and is rolled back whole.
+        """
+        dialect_insert = postgresql.insert if self._dialect == "postgresql" else sqlite.insert
+        stmt = dialect_insert(entities).values(
+            namespace=namespace, entity_id=entity_id, next_version=1, deleted=False)
+        stmt = stmt.on_conflict_do_update(
+            index_elements=[entities.c.namespace, entities.c.entity_id],
+            set_={"next_version": entities.c.next_version + 1},
+        ).returning(entities.c.next_version, entities.c.deleted, entities.c.delete_seq,
+                    entities.c.restore_seq)
+        return conn.execute(stmt).one()
+
+    def _write_tx(self, conn: Connection, op: Write, row: dict[str, Any], state: Row[Any]) -> Ack:
+        version = int(state.next_version)
+        if state.deleted:
+            return Ack(False, reason="tombstoned")
+        if state.delete_seq is not None and op.causal_seq <= state.delete_seq:
+            return Ack(False, reason="predates_delete")
+        current = conn.execute(
+            select(memories.c.id, memories.c.value, memories.c.value_key,
+                   memories.c.causal_seq, memories.c.version)
+            .where(memories.c.namespace == op.namespace, memories.c.entity_id == op.entity_id,
+                   memories.c.attr_key == row["attr_key"], memories.c.status == "active")
+        ).one_or_none()
+        now = self._clock()
+        if current is not None:
+            if op.causal_seq < current.causal_seq:
+                return Ack(False, version=int(current.version), reason="stale")
+            if current.value_key == row["value_key"] or (
+                self.normalizer.level == "semantic"
+                and self.normalizer.same_fact(current.value, op.value)
+            ):
+                conn.execute(update(memories).where(memories.c.id == current.id).values(
+                    causal_seq=op.causal_seq, updated_at=now))
+                return Ack(True, version=int(current.version), reason="merged")
+            conn.execute(update(memories).where(memories.c.id == current.id).values(
+                status="superseded", superseded_by=version, updated_at=now))
+        conn.execute(insert(memories).values(
+            **row, version=version, created_at=now, updated_at=now))
+        return Ack(True, version=version)
+
+    def _delete_tx(self, conn: Connection, op: Delete, state: Row[Any]) -> Ack:
+        version = int(state.next_version)
+        if state.restore_seq is not None and op.causal_seq < state.restore_seq:
+            return Ack(False, reason="stale")
+        horizon = op.causal_seq if state.delete_seq is None else max(state.delete_seq,
+                                                                     op.causal_seq)
+        conn.execute(update(entities).where(
+            entities.c.namespace == op.namespace, entities.c.entity_id == op.entity_id,
+        ).values(deleted=True, delete_seq=horizon))
+        now = self._clock()
+        conn.execute(insert(tombstones).values(
+            namespace=op.namespace, entity_id=op.entity_id, version=version,
+            causal_seq=op.causal_seq, op_id=op.op_id, reason=op.reason, created_at=now))
+        conn.execute(update(memories).where(
+            memories.c.namespace == op.namespace, memories.c.entity_id == op.entity_id,
+            memories.c.status == "active",
+        ).values(status="deleted", superseded_by=version, updated_at=now))
+        return Ack(True, version=version, reason="already_deleted" if state.deleted else None)
+
+    def _restore_tx(self, conn: Connection, op: Restore, state: Row[Any]) -> Ack:
+        version = int(state.next_version)
+        if not state.deleted:
+            return Ack(False, reason="not_deleted")
+        if op.causal_seq < state.delete_seq:
+            return Ack(False, reason="stale")
+        conn.execute(update(entities).where(
+            entities.c.namespace == op.namespace, entities.c.entity_id == op.entity_id,
+        ).values(deleted=False, restore_seq=op.causal_seq))
+        conn.execute(update(tombstones).where(
+            tombstones.c.namespace == op.namespace, tombstones.c.entity_id == op.entity_id,
+            tombstones.c.restored_at.is_(None),
+        ).values(restored_at=self._clock(), restore_seq=op.causal_seq, restore_op_id=op.op_id))
+        return Ack(True, version=version)
+
+    # -- plumbing -------------------------------------------------------------------
+
+    @contextmanager
+    def _transaction(self) -> Iterator[Connection]:
+        """A write transaction holding the database write lock on SQLite."""
+        with self._serialized(), self.engine.connect() as conn:
+            conn = conn.execution_options(**{IMMEDIATE: True})
+            with conn.begin():
+                yield conn
+
+    @contextmanager
+    def _connect(self) -> Iterator[Connection]:
+        """A read-only snapshot."""
+        with self._serialized(), self.engine.connect() as conn, conn.begin():
+            yield conn
+
+    @contextmanager
+    def _serialized(self) -> Iterator[None]:
+        if self._serial is None:
+            yield
+        else:
+            with self._serial:
+                yield
+
+    def _retrying(self, attempt: Callable[[], T]) -> T:
+        """Run ``attempt`` again on lock contention, with bounded jittered backoff."""
+        for tries in range(self.config.max_retries + 1):
+            try:
+                return attempt()
+            except DBAPIError as error:
+                if tries == self.config.max_retries or not _transient(error):
+                    raise
+                time.sleep(min(0.1, 0.002 * 2**tries) * self._jitter.random())
+        raise AssertionError("unreachable")
+
+    def _create_schema(self) -> None:
+        """Create tables once, even when many processes open the store at the same moment."""
+        def attempt() -> None:
+            with self._transaction() as conn:
+                if self._dialect == "postgresql":
+                    conn.execute(text("SELECT pg_advisory_xact_lock(726710001)"))
+                metadata.create_all(conn)
+
+        self._retrying(attempt)
+
+    def count_rows(self, *, status: str | None = None) -> int:
+        """Rows in the memory table, for audits and for tests that prove nothing was written."""
+        query = select(func.count()).select_from(memories)
+        if status is not None:
+            query = query.where(memories.c.status == status)
+        with self._connect() as conn:
+            return int(conn.execute(query).scalar_one())
+
+
+def _transient(error: DBAPIError) -> bool:
+    """Lock, serialization and unique-index races, which a fresh attempt resolves."""
+    if isinstance(error, OperationalError) and error.orig is not None:
+        message = str(error.orig).lower()
+        if "locked" in message or "busy" in message:
+            return True
+    sqlstate = getattr(error.orig, "sqlstate", None)
+    return sqlstate in _TRANSIENT_SQLSTATES or (
+        isinstance(error, IntegrityError) and "unique" in str(error.orig).lower()
+    )
