@@ -12,6 +12,7 @@ newer one.
 from __future__ import annotations
 
 import json
+import os
 import random
 import threading
 import time
@@ -20,14 +21,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from sqlalchemy import Connection, Engine, Row, delete, func, insert, select, text, update
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy import Connection, Engine, Row, delete, func, select, text
 from sqlalchemy.engine import URL
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 
 from invariants.backend import Ack, Delete, Record, Restore, Write
 from invariants.errors import InvalidArgument
 
+from . import statements as sql
 from .config import StoreConfig
 from .engine import IMMEDIATE, is_memory_url, make_engine, normalize_url
 from .normalize import Embedder, Normalizer, load_lexicon
@@ -61,7 +62,7 @@ class ReferenceStore:
 
     def __init__(
         self,
-        url: str | URL,
+        url: str | os.PathLike[str] | URL,
         config: StoreConfig | None = None,
         *,
         embedder: Embedder | None = None,
@@ -69,7 +70,7 @@ class ReferenceStore:
         engine: Engine | None = None,
     ) -> None:
         self.config = config or StoreConfig()
-        self.url = normalize_url(url) if isinstance(url, str) else url
+        self.url = url if isinstance(url, URL) else normalize_url(os.fspath(url))
         if self.config.level == "semantic" and embedder is None:
             raise InvalidArgument(
                 "level='semantic' needs an embedder; pass embedder=<callable mapping a "
@@ -138,15 +139,9 @@ class ReferenceStore:
 
     def read(self, namespace: str, entity_id: str) -> list[Record]:
         """Active records of one entity, oldest cause first."""
-        query = (
-            select(memories.c.entity_id, memories.c.attribute, memories.c.value,
-                   memories.c.causal_seq, memories.c.version)
-            .where(memories.c.namespace == namespace, memories.c.entity_id == entity_id,
-                   memories.c.status == "active")
-            .order_by(memories.c.causal_seq, memories.c.version)
-        )
         with self._connect() as conn:
-            rows = conn.execute(query).all()
+            rows = conn.execute(sql.READ_ACTIVE,
+                                {"p_namespace": namespace, "p_entity_id": entity_id}).all()
         return [Record(r.entity_id, r.attribute, r.value, int(r.causal_seq), int(r.version))
                 for r in rows]
 
@@ -169,14 +164,17 @@ class ReferenceStore:
 
     def _run_op(self, op: Write | Delete | Restore, kind: str,
                 body: Callable[[Connection, Row[Any]], Ack]) -> Ack:
+        lock = sql.lock_entity(self._dialect)
+        key = {"namespace": op.namespace, "entity_id": op.entity_id}
+
         def attempt() -> Ack:
             with self._transaction() as conn:
-                ack = body(conn, self._lock_entity(conn, op.namespace, op.entity_id))
+                ack = body(conn, conn.execute(lock, key).one())
                 try:
-                    conn.execute(insert(operations).values(
-                        namespace=op.namespace, op_id=op.op_id, kind=kind,
-                        entity_id=op.entity_id, applied=ack.applied, version=ack.version,
-                        reason=ack.reason, created_at=self._clock()))
+                    conn.execute(sql.INSERT_OPERATION, {
+                        **key, "op_id": op.op_id, "kind": kind, "applied": ack.applied,
+                        "version": ack.version, "reason": ack.reason,
+                        "created_at": self._clock()})
                 except IntegrityError as error:
                     raise _Replayed from error
                 return ack
@@ -188,28 +186,10 @@ class ReferenceStore:
 
     def _first_outcome(self, namespace: str, op_id: str) -> Ack:
         with self._connect() as conn:
-            row = conn.execute(
-                select(operations.c.applied, operations.c.version, operations.c.reason)
-                .where(operations.c.namespace == namespace, operations.c.op_id == op_id)
-            ).one()
+            row = conn.execute(sql.FIRST_OUTCOME,
+                               {"p_namespace": namespace, "p_op_id": op_id}).one()
         return Ack(bool(row.applied), None if row.version is None else int(row.version),
                    row.reason)
-
-    def _lock_entity(self, conn: Connection, namespace: str, entity_id: str) -> Row[Any]:
-        """Take the entity's lock, allocate its next version and read its tombstone state.
-
-        The retry of an op_id already applied also gets here: the transaction then runs
-        to the op log insert, fails on its primary key, and is rolled back whole.
-        """
-        dialect_insert = postgresql.insert if self._dialect == "postgresql" else sqlite.insert
-        stmt = dialect_insert(entities).values(
-            namespace=namespace, entity_id=entity_id, next_version=1, deleted=False)
-        stmt = stmt.on_conflict_do_update(
-            index_elements=[entities.c.namespace, entities.c.entity_id],
-            set_={"next_version": entities.c.next_version + 1},
-        ).returning(entities.c.next_version, entities.c.deleted, entities.c.delete_seq,
-                    entities.c.restore_seq)
-        return conn.execute(stmt).one()
 
     def _write_tx(self, conn: Connection, op: Write, row: dict[str, Any], state: Row[Any]) -> Ack:
         version = int(state.next_version)
@@ -217,12 +197,9 @@ class ReferenceStore:
             return Ack(False, reason="tombstoned")
         if state.delete_seq is not None and op.causal_seq <= state.delete_seq:
             return Ack(False, reason="predates_delete")
-        current = conn.execute(
-            select(memories.c.id, memories.c.value, memories.c.value_key,
-                   memories.c.causal_seq, memories.c.version)
-            .where(memories.c.namespace == op.namespace, memories.c.entity_id == op.entity_id,
-                   memories.c.attr_key == row["attr_key"], memories.c.status == "active")
-        ).one_or_none()
+        current = conn.execute(sql.CURRENT_RECORD, {
+            "p_namespace": op.namespace, "p_entity_id": op.entity_id,
+            "p_attr_key": row["attr_key"]}).one_or_none()
         now = self._clock()
         if current is not None:
             if op.causal_seq < current.causal_seq:
@@ -231,32 +208,30 @@ class ReferenceStore:
                 self.normalizer.level == "semantic"
                 and self.normalizer.same_fact(current.value, op.value)
             ):
-                conn.execute(update(memories).where(memories.c.id == current.id).values(
-                    causal_seq=op.causal_seq, updated_at=now))
+                conn.execute(sql.MERGE, {"p_id": current.id, "p_causal_seq": op.causal_seq,
+                                         "p_now": now})
                 return Ack(True, version=int(current.version), reason="merged")
-            conn.execute(update(memories).where(memories.c.id == current.id).values(
-                status="superseded", superseded_by=version, updated_at=now))
-        conn.execute(insert(memories).values(
-            **row, version=version, created_at=now, updated_at=now))
+            conn.execute(sql.SUPERSEDE, {"p_id": current.id, "p_version": version, "p_now": now})
+        conn.execute(sql.INSERT_MEMORY, {**row, "version": version, "created_at": now,
+                                         "updated_at": now, "last_accessed_at": None,
+                                         "superseded_by": None})
         return Ack(True, version=version)
 
     def _delete_tx(self, conn: Connection, op: Delete, state: Row[Any]) -> Ack:
         version = int(state.next_version)
         if state.restore_seq is not None and op.causal_seq < state.restore_seq:
             return Ack(False, reason="stale")
+        key = {"p_namespace": op.namespace, "p_entity_id": op.entity_id}
         horizon = op.causal_seq if state.delete_seq is None else max(state.delete_seq,
                                                                      op.causal_seq)
-        conn.execute(update(entities).where(
-            entities.c.namespace == op.namespace, entities.c.entity_id == op.entity_id,
-        ).values(deleted=True, delete_seq=horizon))
+        conn.execute(sql.MARK_DELETED, {**key, "p_delete_seq": horizon})
         now = self._clock()
-        conn.execute(insert(tombstones).values(
-            namespace=op.namespace, entity_id=op.entity_id, version=version,
-            causal_seq=op.causal_seq, op_id=op.op_id, reason=op.reason, created_at=now))
-        conn.execute(update(memories).where(
-            memories.c.namespace == op.namespace, memories.c.entity_id == op.entity_id,
-            memories.c.status == "active",
-        ).values(status="deleted", superseded_by=version, updated_at=now))
+        conn.execute(sql.INSERT_TOMBSTONE, {
+            "namespace": op.namespace, "entity_id": op.entity_id, "version": version,
+            "causal_seq": op.causal_seq, "op_id": op.op_id, "reason": op.reason,
+            "created_at": now, "restored_at": None, "restore_seq": None,
+            "restore_op_id": None})
+        conn.execute(sql.DELETE_ACTIVE, {**key, "p_version": version, "p_now": now})
         return Ack(True, version=version, reason="already_deleted" if state.deleted else None)
 
     def _restore_tx(self, conn: Connection, op: Restore, state: Row[Any]) -> Ack:
@@ -265,13 +240,11 @@ class ReferenceStore:
             return Ack(False, reason="not_deleted")
         if op.causal_seq < state.delete_seq:
             return Ack(False, reason="stale")
-        conn.execute(update(entities).where(
-            entities.c.namespace == op.namespace, entities.c.entity_id == op.entity_id,
-        ).values(deleted=False, restore_seq=op.causal_seq))
-        conn.execute(update(tombstones).where(
-            tombstones.c.namespace == op.namespace, tombstones.c.entity_id == op.entity_id,
-            tombstones.c.restored_at.is_(None),
-        ).values(restored_at=self._clock(), restore_seq=op.causal_seq, restore_op_id=op.op_id))
+        key = {"p_namespace": op.namespace, "p_entity_id": op.entity_id}
+        conn.execute(sql.MARK_RESTORED, {**key, "p_restore_seq": op.causal_seq})
+        conn.execute(sql.CLOSE_TOMBSTONES, {**key, "p_now": self._clock(),
+                                            "p_restore_seq": op.causal_seq,
+                                            "p_op_id": op.op_id})
         return Ack(True, version=version)
 
     # -- plumbing -------------------------------------------------------------------
