@@ -10,9 +10,20 @@ from __future__ import annotations
 
 from .config import DB_URL_ENV, StoreConfig
 from .engine import default_db_url
+from .retrieval import Hit
 from .store import ReferenceStore, WriteOptions
+from .transfer import ImportReport, Rejection
 
-__all__ = ["DB_URL_ENV", "ReferenceStore", "StoreConfig", "WriteOptions", "factory"]
+__all__ = [
+    "DB_URL_ENV",
+    "Hit",
+    "ImportReport",
+    "ReferenceStore",
+    "Rejection",
+    "StoreConfig",
+    "WriteOptions",
+    "factory",
+]
 
 
 def factory() -> ReferenceStore:

@@ -16,10 +16,10 @@ import os
 import random
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TextIO, TypeVar
 
 from sqlalchemy import Connection, Engine, Row, delete, func, select, text
 from sqlalchemy.engine import URL
@@ -28,13 +28,16 @@ from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 from invariants.backend import Ack, Delete, Record, Restore, Write
 from invariants.errors import InvalidArgument
 
+from . import lifecycle, retrieval, transfer
 from . import statements as sql
 from .config import StoreConfig
 from .engine import IMMEDIATE, is_memory_url, make_engine, normalize_url
 from .normalize import Embedder, Normalizer, load_lexicon
+from .retrieval import Hit
 from .schema import entities, memories, metadata, operations, tombstones
+from .transfer import ImportReport
 from .trust import place
-from .validation import check_memory_type, check_op, check_text
+from .validation import check_memory_type, check_op, check_strength, check_text
 
 __all__ = ["ReferenceStore", "WriteOptions"]
 
@@ -103,10 +106,12 @@ class ReferenceStore:
         check_memory_type(options.memory_type)
         for tag in options.tags:
             check_text("tags", tag, max_bytes=256)
+        check_strength(options.score, options.half_life_seconds)
         attr_key = self.normalizer.attribute_key(op.attribute)
         value_key = self.normalizer.value_key(op.value)
         placed = place(op.source, op.value, options.memory_type, options.score)
-        half_life = options.half_life_seconds or self.config.default_half_life_seconds
+        half_life = (self.config.default_half_life_seconds if options.half_life_seconds is None
+                     else options.half_life_seconds)
         row = {
             "namespace": op.namespace,
             "entity_id": op.entity_id,
@@ -144,6 +149,38 @@ class ReferenceStore:
                                 {"p_namespace": namespace, "p_entity_id": entity_id}).all()
         return [Record(r.entity_id, r.attribute, r.value, int(r.causal_seq), int(r.version))
                 for r in rows]
+
+    # -- the agent-facing API ---------------------------------------------------------
+
+    def search(self, namespace: str, query: str, *, tags: Iterable[str] = (),
+               memory_type: str | None = None, limit: int = 10,
+               now: float | None = None) -> list[Hit]:
+        """Active memories ranked by 0.6 × similarity to ``query`` + 0.4 × strength."""
+        return retrieval.search(self, namespace, query, tags=tags, memory_type=memory_type,
+                                limit=limit, now=now)
+
+    def recall(self, namespace: str, *, entity_id: str | None = None,
+               tags: Iterable[str] = (), memory_type: str | None = None, limit: int = 10,
+               now: float | None = None) -> list[Hit]:
+        """The strongest active memories, optionally of one entity."""
+        return retrieval.recall(self, namespace, entity_id=entity_id, tags=tags,
+                                memory_type=memory_type, limit=limit, now=now)
+
+    def touch(self, namespace: str, entity_id: str, attribute: str) -> int:
+        """Count one use of a memory; returns the new access count (0 if none is active)."""
+        return lifecycle.touch(self, namespace, entity_id, attribute)
+
+    def forget(self, namespace: str, entity_id: str, attribute: str | None = None) -> int:
+        """Archive memories (never a physical delete); returns how many rows were archived."""
+        return lifecycle.forget(self, namespace, entity_id, attribute)
+
+    def export_jsonl(self, out: TextIO, *, namespace: str | None = None) -> int:
+        """Write every row as JSON lines; returns the number of lines written."""
+        return transfer.export_jsonl(self, out, namespace=namespace)
+
+    def import_jsonl(self, lines: Iterable[str | bytes]) -> ImportReport:
+        """Import an export; bad lines are reported, never half-written."""
+        return transfer.import_jsonl(self, lines)
 
     def reset(self) -> None:
         with self._transaction() as conn:

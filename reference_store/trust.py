@@ -28,19 +28,25 @@ UNTRUSTED_SCORE_CAP = 0.3
 _TRUSTED = frozenset({"user", "system", "operator", "admin"})
 _DERIVED = frozenset({"agent", "assistant", "tool", "model", "llm", "memcert"})
 
+_REPLY = (r"(?:reply|replies|respond|responses?|answers?|say|tell|call\s+me|address\s+me|"
+          r"recommend|output|write|mention|reveal|use\s+(?:only|english|chinese|french|json))")
+
 _INSTRUCTION = re.compile(
-    r"""
-    \b(?:ignore|disregard|forget)\b.{0,30}\b(?:previous|prior|above|earlier|all)\b
-        .{0,20}\b(?:instructions?|prompts?|rules?|messages?)\b
+    rf"""
+    \b(?:ignore|disregard|forget)\b.{{0,30}}\b(?:previous|prior|above|earlier|all)\b
+        .{{0,20}}\b(?:instructions?|prompts?|rules?|messages?\s+from\s+the\s+system)\b
     | \bremember\s+to\s+(?:always|never)\b
-    | \b(?:from\s+now\s+on|henceforth|going\s+forward)\b
-    | \b(?:always|never)\s+(?:reply|respond|answer|say|start|begin|recommend|tell|call|use)\b
+    | \b(?:from\s+now\s+on|henceforth|going\s+forward)\b,?\s+(?:you\s+|please\s+)?
+        (?:always\s+|never\s+|only\s+)?{_REPLY}\b
+    | \b(?:always|never)\s+{_REPLY}\b
+    | \b(?:always|never)\s+(?:start|begin|end)\s+(?:your|each|every)\s+
+        (?:reply|response|answer|message)
     | \byou\s+(?:must|should)\s+(?:always|never|now)\b
     | \bsystem\s+prompt\b
-    | 忽略.{0,6}(?:之前|以上|前面|先前|所有).{0,6}(?:指令|指示|提示|规则|要求)
-    | (?:以后|今后|从现在起|从现在开始|往后).{0,12}(?:都|总是|一律|必须|永远|每次|所有)
-    | (?:所有|每次|每一次).{0,6}(?:回复|回答|对话).{0,8}(?:都|先|必须)
-    | 记住.{0,4}(?:一定|总是|永远|每次)
+    | 忽略.{{0,6}}(?:之前|以上|前面|先前|所有).{{0,6}}(?:指令|指示|提示|规则|要求)
+    | (?:以后|今后|从现在起|从现在开始|往后).{{0,10}}(?:回复|回答|答复|称呼|叫我|输出|推荐|开头)
+    | (?:所有|每次|每一次).{{0,6}}(?:回复|回答|对话).{{0,8}}(?:都|先|必须)
+    | 记住.{{0,4}}(?:一定|总是|永远|每次).{{0,8}}(?:回复|回答|说|称呼|叫|推荐)
     """,
     re.IGNORECASE | re.VERBOSE | re.DOTALL,
 )

@@ -9,6 +9,7 @@ parameters and are stored verbatim.
 
 from __future__ import annotations
 
+import math
 import re
 
 from invariants.backend import Delete, Restore, Write
@@ -21,6 +22,7 @@ __all__ = [
     "check_memory_type",
     "check_namespace",
     "check_op",
+    "check_strength",
     "check_text",
 ]
 
@@ -80,6 +82,20 @@ def check_seq(causal_seq: object) -> None:
             "causal_seq", causal_seq, f"is outside 0..{MAX_SEQ}",
             "Use a non-negative 64-bit counter.",
         )
+
+
+def check_strength(score: object, half_life_seconds: object) -> None:
+    """A score is finite and >= 0; a half-life, when given, is > 0 (inf: never decays)."""
+    if isinstance(score, bool) or not isinstance(score, int | float) or not (
+            math.isfinite(score) and score >= 0):
+        raise InvalidInput("score", score, "is not a finite number >= 0",
+                           "Pass a strength such as 1.0 (untrusted content is capped at 0.3).")
+    if half_life_seconds is None:
+        return
+    if isinstance(half_life_seconds, bool) or not isinstance(half_life_seconds, int | float) \
+            or math.isnan(half_life_seconds) or half_life_seconds <= 0:
+        raise InvalidInput("half_life_seconds", half_life_seconds, "is not a number > 0",
+                           "Pass seconds until the strength halves, or None for the default.")
 
 
 def check_memory_type(memory_type: object) -> None:

@@ -91,6 +91,11 @@ class Normalizer:
     def threshold(self) -> float:
         return self._threshold
 
+    @property
+    def embedder(self) -> Embedder | None:
+        """The embedder given at construction, used for similarity beyond same_fact too."""
+        return self._embedder
+
     def __repr__(self) -> str:
         return f"Normalizer(level={self._level!r}, threshold={self._threshold!r})"
 

@@ -111,3 +111,19 @@ def test_an_unknown_memory_type_is_rejected(store):
     assert str(caught.value) == ("memory_type='dream' (type str) is not a known memory type. "
                                  "Use one of episodic, semantic, procedural.")
     assert table_sizes(store) == before
+
+
+@pytest.mark.parametrize(("options", "field"), [
+    (WriteOptions(score=float("nan")), "score"),
+    (WriteOptions(score=-0.1), "score"),
+    (WriteOptions(score=float("inf")), "score"),
+    (WriteOptions(half_life_seconds=0), "half_life_seconds"),
+    (WriteOptions(half_life_seconds=-5.0), "half_life_seconds"),
+    (WriteOptions(half_life_seconds=float("nan")), "half_life_seconds"),
+])
+def test_bad_strength_options_are_rejected(store, options, field):
+    before = table_sizes(store)
+    with pytest.raises(InvalidInput) as caught:
+        store.remember(Write(**GOOD), options)
+    assert caught.value.field == field
+    assert table_sizes(store) == before
