@@ -1,0 +1,166 @@
+"""``memcert certify``: drive a backend through the scenarios, then judge the saved history.
+
+The flow is one way: scenarios make plans, the runner executes them (counting
+violations online, for live progress and metrics), the history streams to
+``history.jsonl``, and the verdict comes from reading that file back and checking it
+with the same checker code. A verdict therefore never depends on anything the run kept
+in memory, and ``memcert replay`` reaches the same one later.
+"""
+
+from __future__ import annotations
+
+import random
+import shlex
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from invariants.backend import BackendFactory
+from invariants.checkers import CheckerSuite, check_history
+from invariants.errors import InvalidArgument
+from invariants.history import HistoryRecorder, Paraphrase, read_history
+
+from .coverage import measure
+from .factory import REFERENCE, load_factory, probe
+from .faults import LamportClock
+from .report import Report, ScenarioSummary, build_report
+from .runner import run_plan
+
+__all__ = ["CertifyOptions", "Progress", "certify", "replay"]
+
+LEVELS: tuple[Paraphrase, ...] = ("surface", "lexical", "semantic")
+CHECK_RESERVE = 0.15
+"""Share of the budget kept for the final reads and for checking the saved history."""
+
+
+@dataclass(frozen=True)
+class CertifyOptions:
+    """Everything that decides a certification; the seed decides the operation plan."""
+
+    budget_s: float = 60.0
+    seed: int | None = None
+    level: Paraphrase = "lexical"
+    workers: int = 8
+    out: Path = Path("memcert-out")
+    suite: str = "certify"
+
+    def __post_init__(self) -> None:
+        if not self.budget_s > 0:
+            raise InvalidArgument(f"budget_s={self.budget_s!r} must be a positive number of "
+                                  "seconds; the default is 60.")
+        if self.level not in LEVELS:
+            raise InvalidArgument(f"level={self.level!r} is not a normalization level; use "
+                                  f"one of {', '.join(LEVELS)}.")
+        if not isinstance(self.workers, int) or self.workers < 1:
+            raise InvalidArgument(f"workers={self.workers!r} must be an int >= 1.")
+
+
+class Progress:
+    """What a progress display is told; the default tells no one."""
+
+    def start(self, total_steps: int, budget_s: float) -> None:
+        """The run is about to begin."""
+
+    def scenario(self, name: str) -> None:
+        """A scenario begins."""
+
+    def step(self, violations: int) -> None:
+        """One step finished; ``violations`` is the online count so far."""
+
+    def finish(self) -> None:
+        """The run is over; checking begins."""
+
+
+def certify(factory: BackendFactory | str | None = None, options: CertifyOptions | None = None,
+            *, progress: Progress | None = None) -> Report:
+    """Certify a backend: ``factory`` is a callable, a ``package.module:callable`` spec, or
+    None for the reference store on an embedded SQLite file."""
+    from scenarios import load_scenario, load_suite
+
+    options = options or CertifyOptions()
+    progress = progress or Progress()
+    if factory is None or isinstance(factory, str):
+        spec = factory or REFERENCE
+        resolved = load_factory(spec)
+    else:
+        spec, resolved = _name_of(factory), factory
+    seed = options.seed if options.seed is not None else random.SystemRandom().randrange(2**31)
+    started = time.monotonic()
+
+    backend = probe(resolved, spec)
+    backend.reset()
+    backend.close()
+
+    suite = load_suite(options.suite)
+    plans = []
+    for entry in suite.entries:
+        scenario = load_scenario(entry.scenario)
+        plan = scenario.plan(seed=seed, workers=options.workers, level=options.level,
+                             scale=entry.scale)
+        plans.append((scenario, entry, plan))
+    run_budget = options.budget_s * (1 - CHECK_RESERVE)
+    total_share = sum(entry.share for _, entry, _ in plans) or 1.0
+
+    options.out.mkdir(parents=True, exist_ok=True)
+    history_path = options.out / "history.jsonl"
+    online = CheckerSuite(level=options.level)
+    progress.start(sum(p.size for _, _, p in plans), options.budget_s)
+    summaries: list[ScenarioSummary] = []
+    restore_supported = True
+    clock = LamportClock()
+    with HistoryRecorder(history_path, keep=False, observers=[online.observe]) as recorder:
+        first_worker = 0
+        for scenario, entry, plan in plans:
+            progress.scenario(scenario.name)
+            result = run_plan(
+                resolved, plan, recorder, clock=clock, first_worker=first_worker,
+                budget_s=run_budget * entry.share / total_share,
+                on_step=lambda: progress.step(online.violation_count))
+            first_worker += len(plan.workers) + 1
+            restore_supported &= result.restore_supported
+            summaries.append(ScenarioSummary(
+                scenario.name, result.steps_planned, result.steps_done, result.elapsed_s,
+                result.budget_exhausted, result.faults_fired, tuple(plan.requires)))
+    progress.finish()
+
+    history = read_history(history_path)
+    report = build_report(
+        backend=spec, seed=seed, level=options.level,
+        checks=check_history(history, level=options.level),
+        coverage=measure(history), scenarios=summaries,
+        restore_supported=restore_supported, history_entries=len(history),
+        elapsed_s=time.monotonic() - started,
+        command=_command(spec, seed, options))
+    report.write(options.out)
+    return report
+
+
+def replay(out: Path) -> Report:
+    """Re-check a saved run from its folder, without the backend."""
+    import json
+
+    saved = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    history = read_history(out / "history.jsonl")
+    scenarios = [ScenarioSummary(s["name"], s["steps_planned"], s["steps_done"],
+                                 s["elapsed_s"], s["budget_exhausted"], s["faults_fired"],
+                                 tuple(s["requires"])) for s in saved["scenarios"]]
+    return build_report(
+        backend=saved["backend"], seed=saved["seed"], level=saved["level"],
+        checks=check_history(history, level=saved["level"]), coverage=measure(history),
+        scenarios=scenarios, restore_supported=saved["restore_supported"],
+        history_entries=len(history), elapsed_s=0.0, command=saved["reproduce"])
+
+
+def _name_of(factory: Callable[..., object]) -> str:
+    module = getattr(factory, "__module__", None) or "?"
+    return f"{module}:{getattr(factory, '__qualname__', repr(factory))}"
+
+
+def _command(spec: str, seed: int, options: CertifyOptions) -> str:
+    parts = ["memcert", "certify"]
+    if spec != REFERENCE:
+        parts.append(spec)
+    parts += ["--seed", str(seed), "--level", options.level, "--budget", f"{options.budget_s:g}",
+              "--workers", str(options.workers)]
+    return shlex.join(parts)

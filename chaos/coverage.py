@@ -1,0 +1,135 @@
+"""Did the run produce the conditions its invariants need? Measured from the history.
+
+A scenario that never made two writes to one key overlap has not tested uniqueness
+under concurrency, however green its reads look. Each condition here is counted from
+the saved history alone (so ``memcert replay`` gets the same answer), and a required
+condition that never occurred turns the invariant it serves into ``unknown``.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+
+from invariants.history import Entry, History
+
+__all__ = ["CONDITION_INVARIANT", "measure"]
+
+CONDITION_INVARIANT: dict[str, str] = {
+    "overlapping_same_key_writes": "uniqueness",
+    "out_of_order_arrival": "causal_monotonicity",
+    "delete_raced_write": "deletion_monotonicity",
+    "read_after_delete": "deletion_monotonicity",
+    "read_after_restore": "deletion_monotonicity",
+    "stale_write_after_restore": "deletion_monotonicity",
+    "paraphrase_writes_surface": "semantic_normalization",
+    "paraphrase_writes_lexical": "semantic_normalization",
+    "paraphrase_writes_semantic": "semantic_normalization",
+    "second_namespace": "isolation",
+}
+"""Each coverage condition, and the invariant left unproven when it never occurs."""
+
+
+def measure(history: History) -> dict[str, int]:
+    """Count how often each condition occurred; linear after one sort per key."""
+    pairs = [(inv, done) for inv, done in history.pairs() if done is not None]
+    counts = dict.fromkeys(CONDITION_INVARIANT, 0)
+    counts["overlapping_same_key_writes"] = _overlaps(
+        (_slot_key(inv), inv.index, done.index) for inv, done in pairs if inv.f == "write")
+    counts["delete_raced_write"] = _races(pairs)
+    counts["out_of_order_arrival"] = _out_of_order(pairs)
+    after = _reads_after(history)
+    counts["read_after_delete"] = after["delete"]
+    counts["read_after_restore"] = after["restore"]
+    counts["stale_write_after_restore"] = after["stale_write"]
+    for inv, _ in pairs:
+        if inv.f == "write" and inv.meta is not None and inv.meta.paraphrase != "none":
+            counts[f"paraphrase_writes_{inv.meta.paraphrase}"] += 1
+    namespaces = defaultdict(set)
+    for inv, _ in pairs:
+        namespaces[inv.op.entity_id].add(inv.op.namespace)
+    counts["second_namespace"] = sum(1 for spaces in namespaces.values() if len(spaces) > 1)
+    return counts
+
+
+def _seq(entry: Entry) -> int:
+    """The causal_seq of a write, delete or restore (reads have none)."""
+    return int(getattr(entry.op, "causal_seq", -1))
+
+
+def _slot_key(entry: Entry) -> tuple[str, str, str]:
+    slot = entry.meta.slot if entry.meta is not None else getattr(entry.op, "attribute", "")
+    return (entry.op.namespace, entry.op.entity_id, slot)
+
+
+def _overlaps(intervals: Iterable[tuple[object, int, int]]) -> int:
+    """Intervals that began while another on the same key was still running."""
+    by_key: dict[object, list[tuple[int, int]]] = defaultdict(list)
+    for key, start, end in intervals:
+        by_key[key].append((start, end))
+    found = 0
+    for spans in by_key.values():
+        spans.sort()
+        reach = -1
+        for start, end in spans:
+            if start < reach:
+                found += 1
+            reach = max(reach, end)
+    return found
+
+
+def _races(pairs: list[tuple[Entry, Entry]]) -> int:
+    """Deletes whose interval overlapped a write's on the same entity."""
+    spans: dict[tuple[str, str], list[tuple[int, int, bool]]] = defaultdict(list)
+    for inv, done in pairs:
+        if inv.f in ("write", "delete"):
+            spans[(inv.op.namespace, inv.op.entity_id)].append(
+                (inv.index, done.index, inv.f == "delete"))
+    found = 0
+    for items in spans.values():
+        items.sort()
+        reach_write = reach_delete = -1
+        for start, end, is_delete in items:
+            if (is_delete and start < reach_write) or (not is_delete and start < reach_delete):
+                found += 1
+            if is_delete:
+                reach_delete = max(reach_delete, end)
+            else:
+                reach_write = max(reach_write, end)
+    return found
+
+
+def _out_of_order(pairs: list[tuple[Entry, Entry]]) -> int:
+    """Writes that completed after a write with a higher causal_seq on the same key."""
+    done_order = sorted((done.index, inv) for inv, done in pairs
+                        if inv.f == "write" and done.type in ("ok", "fail"))
+    highest: dict[tuple[str, str, str], int] = {}
+    found = 0
+    for _, inv in done_order:
+        key = _slot_key(inv)
+        seq = _seq(inv)
+        if seq < highest.get(key, -1):
+            found += 1
+        highest[key] = max(seq, highest.get(key, -1))
+    return found
+
+
+def _reads_after(history: History) -> dict[str, int]:
+    """Reads after an acknowledged delete or restore, and stale writes after a restore."""
+    state: dict[tuple[str, str], tuple[str, int]] = {}
+    counts = {"delete": 0, "restore": 0, "stale_write": 0}
+    horizon: dict[tuple[str, str], int] = {}
+    for entry in history:
+        key = (entry.op.namespace, entry.op.entity_id)
+        if entry.type == "ok" and entry.f in ("delete", "restore"):
+            state[key] = (entry.f, _seq(entry))
+            if entry.f == "delete":
+                horizon[key] = max(horizon.get(key, -1), _seq(entry))
+        elif entry.type == "invoke" and key in state:
+            last = state[key][0]
+            if entry.f == "read":
+                counts[last] += 1
+            elif entry.f == "write" and last == "restore" and \
+                    _seq(entry) <= horizon.get(key, -1):
+                counts["stale_write"] += 1
+    return counts

@@ -1,0 +1,84 @@
+"""Example backends: a correct in-memory one, and known-bad ones memcert must catch.
+
+Each lower-case name here is a backend factory, usable as ``chaos.examples:<name>``
+(for instance ``memcert certify chaos.examples:racy_upsert``). Every call of a factory
+returns a new handle onto that factory's one store, made on first use; handles share
+it across threads of one process, not across processes.
+
+:data:`KNOWN_BAD` maps each known-bad factory to the checkers that must fail on it.
+``no_restore`` is not in it: it is correct, and lacks only the restore capability.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+
+from .known_bad import (
+    DropsWrites,
+    ExpiringTombstone,
+    FoldsNegation,
+    LastArrivalWins,
+    LeakyNamespaces,
+    NoRestore,
+    PhantomRecords,
+    RacyUpsert,
+    RawAttributeKeys,
+    RestoreAcceptsLateWrites,
+    RestoreRevives,
+    SurfaceOnly,
+    UnsortedReads,
+)
+from .memory import InMemoryBackend, MemoryStore, SharedFactory
+
+__all__ = [
+    "KNOWN_BAD",
+    "InMemoryBackend",
+    "MemoryStore",
+    "SharedFactory",
+    "drops_writes",
+    "expiring_tombstone",
+    "folds_negation",
+    "in_memory",
+    "last_arrival_wins",
+    "leaky_namespaces",
+    "no_restore",
+    "phantom_records",
+    "racy_upsert",
+    "raw_attribute_keys",
+    "restore_accepts_late_writes",
+    "restore_revives",
+    "surface_only",
+    "unsorted_reads",
+]
+
+in_memory = SharedFactory(InMemoryBackend)
+no_restore = SharedFactory(NoRestore)
+racy_upsert = SharedFactory(RacyUpsert)
+last_arrival_wins = SharedFactory(LastArrivalWins)
+unsorted_reads = SharedFactory(UnsortedReads)
+expiring_tombstone = SharedFactory(ExpiringTombstone)
+restore_revives = SharedFactory(RestoreRevives)
+restore_accepts_late_writes = SharedFactory(RestoreAcceptsLateWrites)
+surface_only = SharedFactory(SurfaceOnly)
+raw_attribute_keys = SharedFactory(RawAttributeKeys)
+drops_writes = SharedFactory(DropsWrites)
+leaky_namespaces = SharedFactory(LeakyNamespaces)
+phantom_records = SharedFactory(PhantomRecords)
+folds_negation = SharedFactory(FoldsNegation)
+
+KNOWN_BAD: Mapping[str, tuple[str, ...]] = MappingProxyType({
+    "chaos.examples:racy_upsert": ("uniqueness",),
+    "chaos.examples:last_arrival_wins": ("causal_monotonicity",),
+    "chaos.examples:unsorted_reads": ("causal_monotonicity",),
+    "chaos.examples:folds_negation": ("causal_monotonicity",),
+    "chaos.examples:expiring_tombstone": ("deletion_monotonicity",),
+    "chaos.examples:restore_revives": ("deletion_monotonicity",),
+    "chaos.examples:restore_accepts_late_writes": ("deletion_monotonicity",),
+    "chaos.examples:surface_only": ("semantic_normalization", "uniqueness"),
+    "chaos.examples:raw_attribute_keys": ("uniqueness", "semantic_normalization"),
+    "chaos.examples:drops_writes": ("durability",),
+    "chaos.examples:leaky_namespaces": ("isolation",),
+    "chaos.examples:phantom_records": ("phantom",),
+})
+"""Known-bad factory -> the checkers (by name) that must fail on it."""

@@ -1,0 +1,252 @@
+"""A certification's results: one verdict per invariant, as data, then as files and text.
+
+``results.json``'s fields are public and fixed (extend, never rename): top level
+``backend``, ``seed``, ``level``, ``verdict`` (``certified`` | ``failed`` | ``unknown``),
+and ``invariants`` keyed by the six guarantees, each with at least ``verdict`` (``pass`` |
+``fail`` | ``unknown`` | ``skipped``), ``violations``, ``checked``, ``rate`` and
+``examples``. The phantom checker (a value no write produced) reports under
+``durability``: both say the store does not return what it was given.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+from xml.etree import ElementTree
+
+from invariants.verdict import CheckResult, Validity, render_explanation
+
+from .coverage import CONDITION_INVARIANT
+
+__all__ = [
+    "INVARIANTS",
+    "InvariantVerdict",
+    "Report",
+    "ScenarioSummary",
+    "build_report",
+    "render_table",
+]
+
+INVARIANTS: dict[str, tuple[str, ...]] = {
+    "uniqueness": ("uniqueness",),
+    "causal_monotonicity": ("causal_monotonicity",),
+    "deletion_monotonicity": ("deletion_monotonicity",),
+    "semantic_normalization": ("semantic_normalization",),
+    "durability": ("durability", "phantom"),
+    "isolation": ("isolation",),
+}
+"""Each results.json invariant, and the checkers whose verdicts it combines."""
+
+InvariantOutcome = Literal["pass", "fail", "unknown", "skipped"]
+Overall = Literal["certified", "failed", "unknown"]
+
+_OUTCOME = {Validity.VALID: "pass", Validity.INVALID: "fail", Validity.UNKNOWN: "unknown"}
+EXAMPLES = 3
+
+
+@dataclass(frozen=True)
+class InvariantVerdict:
+    """One guarantee's verdict, with the evidence a reader needs to trust it."""
+
+    name: str
+    verdict: InvariantOutcome
+    violations: int
+    checked: int
+    rate: float
+    rate_definition: str
+    examples: tuple[str, ...]
+    witnesses: tuple[tuple[int, ...], ...]
+    missing_conditions: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "verdict": self.verdict,
+            "violations": self.violations,
+            "checked": self.checked,
+            "rate": self.rate,
+            "rate_definition": self.rate_definition,
+            "examples": list(self.examples),
+            "witnesses": [list(w) for w in self.witnesses],
+            "missing_conditions": list(self.missing_conditions),
+            "notes": list(self.notes),
+        }
+
+
+@dataclass(frozen=True)
+class ScenarioSummary:
+    """What one scenario of the run did."""
+
+    name: str
+    steps_planned: int
+    steps_done: int
+    elapsed_s: float
+    budget_exhausted: bool
+    faults_fired: Mapping[str, int] = field(default_factory=dict)
+    requires: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Report:
+    """Everything a certification concluded; ``to_json`` is results.json."""
+
+    backend: str
+    seed: int
+    level: str
+    verdict: Overall
+    invariants: Mapping[str, InvariantVerdict]
+    checks: Mapping[str, CheckResult]
+    coverage: Mapping[str, int]
+    scenarios: tuple[ScenarioSummary, ...]
+    restore_supported: bool
+    history_entries: int
+    elapsed_s: float
+    command: str
+
+    @property
+    def exit_code(self) -> int:
+        return {"certified": 0, "failed": 1, "unknown": 3}[self.verdict]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "backend": self.backend,
+            "seed": self.seed,
+            "level": self.level,
+            "verdict": self.verdict,
+            "invariants": {name: v.to_dict() for name, v in self.invariants.items()},
+            "checks": {name: c.to_dict() for name, c in self.checks.items()},
+            "coverage": dict(self.coverage),
+            "scenarios": [
+                {"name": s.name, "steps_planned": s.steps_planned, "steps_done": s.steps_done,
+                 "elapsed_s": round(s.elapsed_s, 3), "budget_exhausted": s.budget_exhausted,
+                 "faults_fired": dict(s.faults_fired), "requires": list(s.requires)}
+                for s in self.scenarios
+            ],
+            "restore_supported": self.restore_supported,
+            "history_entries": self.history_entries,
+            "elapsed_s": round(self.elapsed_s, 3),
+            "reproduce": self.command,
+        }
+
+    def write(self, out: Path) -> None:
+        """Write results.json and junit.xml beside the history."""
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "results.json").write_text(
+            json.dumps(self.to_json(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        _junit(self).write(out / "junit.xml", encoding="utf-8", xml_declaration=True)
+
+
+def build_report(
+    *,
+    backend: str,
+    seed: int,
+    level: str,
+    checks: Mapping[str, CheckResult],
+    coverage: Mapping[str, int],
+    scenarios: Sequence[ScenarioSummary],
+    restore_supported: bool,
+    history_entries: int,
+    elapsed_s: float,
+    command: str,
+) -> Report:
+    """Combine checker results and coverage into per-invariant verdicts."""
+    required = {cond for s in scenarios for cond in s.requires}
+    invariants = {
+        name: _verdict(name, [checks[c] for c in names if c in checks], coverage, required,
+                       restore_supported)
+        for name, names in INVARIANTS.items()
+    }
+    outcomes = {v.verdict for v in invariants.values()}
+    overall: Overall = ("failed" if "fail" in outcomes
+                        else "unknown" if "unknown" in outcomes else "certified")
+    return Report(backend, seed, level, overall, invariants, dict(checks), dict(coverage),
+                  tuple(scenarios), restore_supported, history_entries, elapsed_s, command)
+
+
+def _verdict(name: str, results: list[CheckResult], coverage: Mapping[str, int],
+             required: set[str], restore_supported: bool) -> InvariantVerdict:
+    missing = tuple(sorted(cond for cond, inv in CONDITION_INVARIANT.items()
+                           if inv == name and cond in required and not coverage.get(cond)))
+    if not restore_supported and name == "deletion_monotonicity":
+        missing = tuple(c for c in missing if "restore" not in c)
+    validity = Validity.combine(r.validity for r in results)
+    if validity is Validity.VALID and missing:
+        validity = Validity.UNKNOWN
+    violations = sum(r.violation_count for r in results)
+    numerator = sum(r.rate_numerator for r in results)
+    denominator = max((r.rate_denominator for r in results), default=0)
+    examples = tuple(render_explanation(v) for r in results for v in r.violations)[:EXAMPLES]
+    witnesses = tuple(v.witnesses for r in results for v in r.violations)[:EXAMPLES]
+    notes = tuple(n for r in results for n in r.notes)
+    if missing:
+        notes += (f"required condition(s) never occurred: {', '.join(missing)}",)
+    if not restore_supported and name == "deletion_monotonicity":
+        notes += ("restore is not implemented by this backend: restore checks skipped",)
+    definition = " + ".join(dict.fromkeys(
+        f"{r.rate_numerator_name} per {r.rate_denominator_name}" for r in results))
+    return InvariantVerdict(
+        name=name,
+        verdict=_OUTCOME[validity],  # type: ignore[arg-type]
+        violations=violations,
+        checked=sum(r.checked for r in results),
+        rate=numerator / denominator if denominator else 0.0,
+        rate_definition=definition,
+        examples=examples,
+        witnesses=witnesses,
+        missing_conditions=missing,
+        notes=notes,
+    )
+
+
+def _junit(report: Report) -> ElementTree.ElementTree:
+    failures = sum(v.verdict == "fail" for v in report.invariants.values())
+    errors = sum(v.verdict == "unknown" for v in report.invariants.values())
+    skipped = sum(v.verdict == "skipped" for v in report.invariants.values())
+    suite = ElementTree.Element("testsuite", {
+        "name": f"memcert certify {report.backend}", "tests": str(len(report.invariants)),
+        "failures": str(failures), "errors": str(errors), "skipped": str(skipped),
+        "time": f"{report.elapsed_s:.3f}"})
+    for name, verdict in report.invariants.items():
+        case = ElementTree.SubElement(suite, "testcase", {
+            "classname": "memcert.invariants", "name": name, "time": "0"})
+        detail = "\n\n".join(verdict.examples + verdict.notes)
+        if verdict.verdict == "fail":
+            ElementTree.SubElement(case, "failure", {
+                "message": f"{verdict.violations} violation(s) of {name}",
+                "type": "violation"}).text = detail
+        elif verdict.verdict == "unknown":
+            ElementTree.SubElement(case, "error", {
+                "message": f"{name} could not be decided", "type": "unknown"}).text = detail
+        elif verdict.verdict == "skipped":
+            ElementTree.SubElement(case, "skipped", {"message": detail or "capability absent"})
+    root = ElementTree.Element("testsuites")
+    root.append(suite)
+    ElementTree.indent(root)
+    return ElementTree.ElementTree(root)
+
+
+def render_table(report: Report) -> str:
+    """The verdict table a person reads at the end of ``memcert certify``."""
+    rows = [("invariant", "verdict", "violations", "checked", "rate")]
+    for name, v in report.invariants.items():
+        rows.append((name, v.verdict.upper() if v.verdict == "fail" else v.verdict,
+                     str(v.violations), str(v.checked), f"{v.rate:.4f}"))
+    widths = [max(len(row[i]) for row in rows) for i in range(5)]
+    lines = ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip()
+             for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    out = [f"memcert certify {report.backend}  (seed {report.seed}, level {report.level})", "",
+           *lines, ""]
+    for name, v in report.invariants.items():
+        if v.verdict in ("fail", "unknown"):
+            out.append(f"{name}: {v.verdict}")
+            out.extend(f"  {line}" for text in v.examples + v.notes
+                       for line in text.splitlines())
+            out.append("")
+    out.append(f"verdict: {report.verdict.upper()}")
+    if report.verdict != "certified":
+        out.append(f"reproduce: {report.command}")
+    return "\n".join(out)

@@ -1,0 +1,205 @@
+"""Execute a plan against a backend with worker threads, under a time budget.
+
+The runner is the only place where operations meet a backend. Each worker gets its own
+handle from the factory (the contract says handles share one store), wrapped in the
+plan's faults. A step draws its causal_seq from the shared Lamport clock when it starts,
+is recorded as invoked, runs, and is recorded as ok, fail or info:
+
+- ``Ack(applied=True)`` is ok, ``Ack(applied=False)`` is fail;
+- ``NotImplementedError`` from ``restore`` is fail too (the capability is absent, so the
+  restore certainly did not happen) and marks the capability missing;
+- any other exception is info: the operation may or may not have happened.
+
+When the steps run out or the budget does, the faults are healed (late deliveries land),
+and one last read of every entity the plan touched is recorded, so the checkers see the
+final state too.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from invariants.backend import Ack, BackendFactory, Delete, MemoryBackend, Restore, Write
+from invariants.history import HistoryRecorder, Read, WriteMeta
+
+from .faults import Clock, LamportClock, build_clock, build_faults
+from .plan import Plan, Step
+
+__all__ = ["RunResult", "run_plan"]
+
+
+@dataclass
+class RunResult:
+    """What a run did, beyond the history itself: the runner's own coverage."""
+
+    scenario: str
+    steps_planned: int
+    steps_done: int = 0
+    elapsed_s: float = 0.0
+    budget_exhausted: bool = False
+    faults_fired: dict[str, int] = field(default_factory=dict)
+    restore_supported: bool = True
+    backend_errors: int = 0
+
+
+@dataclass
+class _Worker:
+    index: int
+    steps: tuple[Step, ...]
+    backend: MemoryBackend
+    clock: Clock
+    done: int = 0
+
+
+def run_plan(
+    factory: BackendFactory,
+    plan: Plan,
+    recorder: HistoryRecorder,
+    *,
+    budget_s: float,
+    clock: LamportClock | None = None,
+    on_step: Callable[[], None] | None = None,
+    first_worker: int = 0,
+) -> RunResult:
+    """Run every worker's steps concurrently until done or until ``budget_s`` runs out.
+
+    ``first_worker`` offsets worker ids so that several plans can share one history.
+    ``on_step`` is called after every step, from worker threads, to drive progress bars.
+    """
+    result = RunResult(plan.scenario, plan.size)
+    shared = clock if clock is not None else LamportClock()
+    rng = random.Random(plan.seed)
+    workers: list[_Worker] = []
+    raw_handles: list[MemoryBackend] = []
+    for k, steps in enumerate(plan.workers):
+        handle = factory()
+        raw_handles.append(handle)
+        worker_rng = random.Random(rng.getrandbits(64))
+        workers.append(_Worker(
+            first_worker + k, steps, build_faults(handle, plan.faults, worker_rng),
+            build_clock(shared, plan.faults, worker_rng)))
+    deadline = time.monotonic() + budget_s
+    started = time.monotonic()
+    errors: list[BaseException] = []
+
+    def work(worker: _Worker) -> None:
+        try:
+            for step in worker.steps:
+                if time.monotonic() >= deadline:
+                    result.budget_exhausted = True
+                    return
+                if step.pause_s:
+                    time.sleep(step.pause_s)
+                if not _run_step(worker, step, recorder, shared, result):
+                    result.restore_supported = False
+                worker.done += 1
+                if on_step is not None:
+                    on_step()
+        except BaseException as error:  # a runner bug must not pass as a quiet short run
+            errors.append(error)
+
+    threads = [threading.Thread(target=work, args=(w,), name=f"memcert-worker-{w.index}")
+               for w in workers]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for worker in workers:
+        heal = getattr(worker.backend, "heal", None)
+        if heal is not None:
+            heal()
+        for name, count in _fired(worker.backend, worker.clock).items():
+            result.faults_fired[name] = result.faults_fired.get(name, 0) + count
+    if errors:
+        raise errors[0]
+    _final_reads(raw_handles[0] if raw_handles else factory(), plan, recorder,
+                 first_worker + len(workers))
+    for handle in raw_handles:
+        handle.close()
+    result.steps_done = sum(w.done for w in workers)
+    result.elapsed_s = time.monotonic() - started
+    return result
+
+
+def _run_step(worker: _Worker, step: Step, recorder: HistoryRecorder, shared: LamportClock,
+              result: RunResult) -> bool:
+    """Run one step; returns False if it found restore unsupported."""
+    if step.kind == "read":
+        invocation = recorder.invoke(worker.index, Read(step.namespace, step.entity_id))
+        try:
+            records = worker.backend.read(step.namespace, step.entity_id)
+        except Exception as error:  # the outcome of a failed read is simply unknown
+            recorder.fail(invocation, _describe(error))
+            return True
+        recorder.ok(invocation, records)
+        if records:
+            shared.observe(max(r.causal_seq for r in records))
+        return True
+    seq = max(0, worker.clock.next() + step.seq_offset)
+    op_id = f"{step.namespace}/{worker.index}/{worker.done}/{seq}"
+    op: Write | Delete | Restore
+    meta = None
+    if step.kind == "write":
+        assert step.attribute is not None and step.value is not None
+        op = Write(step.namespace, step.entity_id, step.attribute, step.value, seq, op_id)
+        meta = WriteMeta(step.meta["fact"], step.meta["slot"],
+                         step.meta.get("paraphrase", "none"))  # type: ignore[arg-type]
+    elif step.kind == "delete":
+        op = Delete(step.namespace, step.entity_id, seq, op_id, reason="memcert")
+    else:
+        op = Restore(step.namespace, step.entity_id, seq, op_id)
+    invocation = recorder.invoke(worker.index, op, meta=meta)
+    call: Callable[[], Ack] = {
+        "write": lambda: worker.backend.write(op),  # type: ignore[arg-type]
+        "delete": lambda: worker.backend.delete(op),  # type: ignore[arg-type]
+        "restore": lambda: worker.backend.restore(op),  # type: ignore[arg-type]
+    }[step.kind]
+    try:
+        ack = call()
+    except NotImplementedError as error:
+        if step.kind == "restore":
+            recorder.fail(invocation, f"unsupported: {_describe(error)}")
+            return False
+        recorder.info(invocation, error)
+        result.backend_errors += 1
+        return True
+    except Exception as error:
+        recorder.info(invocation, error)
+        return True
+    (recorder.ok if ack.applied else recorder.fail)(invocation, ack)
+    return True
+
+
+def _final_reads(backend: MemoryBackend, plan: Plan, recorder: HistoryRecorder,
+                 worker: int) -> None:
+    """Read every entity the plan touched once more, after every fault has healed."""
+    seen: dict[tuple[str, str], None] = {}
+    for steps in plan.workers:
+        for step in steps:
+            seen.setdefault((step.namespace, step.entity_id))
+    for namespace, entity_id in seen:
+        invocation = recorder.invoke(worker, Read(namespace, entity_id))
+        try:
+            recorder.ok(invocation, backend.read(namespace, entity_id))
+        except Exception as error:
+            recorder.fail(invocation, _describe(error))
+
+
+def _fired(backend: object, clock: object) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for layer in (backend, clock):
+        while layer is not None:
+            name = getattr(layer, "fault_name", None)
+            if name is not None:
+                counts[name] = counts.get(name, 0) + int(getattr(layer, "fired", 0))
+            layer = getattr(layer, "inner", None)
+    return counts
+
+
+def _describe(error: BaseException) -> str:
+    return f"{type(error).__name__}: {error}"
+

@@ -1,0 +1,509 @@
+"""Verdicts: what a checker concludes, as data, and how that data reads as text.
+
+A broken invariant is never an exception; it is a :class:`Violation` inside a
+:class:`CheckResult`. Each violation names the operations that witness it (by the index
+of their invocation, "op 12") and carries a structured explanation; only
+:func:`render_explanation` turns that into prose, in the form Elle uses: "Let W1 = op
+12, a write of ... Then read op 40 returned ..., but ..., a contradiction."
+
+Validity is three-valued and combines as in Jepsen: ``INVALID`` outranks ``UNKNOWN``,
+which outranks ``VALID``, and combining nothing is ``UNKNOWN``. A checker that had nothing
+to check says ``UNKNOWN``: "never tested" must not read as "passed".
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal, TypeAlias
+
+__all__ = [
+    "CheckResult",
+    "ConflictExplanation",
+    "DuplicateExplanation",
+    "EntityOpRef",
+    "Explanation",
+    "Key",
+    "LeakExplanation",
+    "LostExplanation",
+    "MisorderExplanation",
+    "Outcome",
+    "PhantomExplanation",
+    "ReadRef",
+    "ResurrectionExplanation",
+    "ServedRecord",
+    "StaleExplanation",
+    "Validity",
+    "Violation",
+    "ViolationGroup",
+    "ViolationKind",
+    "WriteRef",
+    "render_explanation",
+]
+
+ViolationKind: TypeAlias = Literal[
+    "conflict", "reorder", "resurrection", "duplicate", "lost", "leak", "phantom"
+]
+Outcome: TypeAlias = Literal["ok", "fail", "info", "pending"]
+"""An operation's completion type as known when the violation was found.
+
+``pending`` means the operation had been invoked but had not completed yet.
+"""
+
+
+class Validity(enum.Enum):
+    """A three-valued verdict."""
+
+    VALID = "valid"
+    INVALID = "invalid"
+    UNKNOWN = "unknown"
+
+    @classmethod
+    def combine(cls, validities: Iterable[Validity]) -> Validity:
+        """Jepsen's merge: any INVALID wins, then any UNKNOWN; nothing at all is UNKNOWN."""
+        seen = set(validities)
+        if Validity.INVALID in seen:
+            return Validity.INVALID
+        if Validity.UNKNOWN in seen or not seen:
+            return Validity.UNKNOWN
+        return Validity.VALID
+
+
+@dataclass(frozen=True, slots=True)
+class Key:
+    """Where a violation happened; ``slot`` is None when no slot is involved."""
+
+    namespace: str
+    entity_id: str
+    slot: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class WriteRef:
+    """A write, as an explanation cites it, with the generator's ground truth."""
+
+    op: int
+    completed: int | None
+    outcome: Outcome
+    namespace: str
+    entity_id: str
+    slot: str
+    fact: str
+    value: str
+    causal_seq: int
+    paraphrase: str
+
+
+@dataclass(frozen=True, slots=True)
+class EntityOpRef:
+    """A delete or a restore, as an explanation cites it."""
+
+    op: int
+    completed: int | None
+    outcome: Outcome
+    f: Literal["delete", "restore"]
+    namespace: str
+    entity_id: str
+    causal_seq: int
+
+
+@dataclass(frozen=True, slots=True)
+class ReadRef:
+    """A read that completed ok; ``op`` is its invocation index."""
+
+    op: int
+    completed: int
+    namespace: str
+    entity_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ServedRecord:
+    """One record a read returned; ``position`` counts from 0 in serving order."""
+
+    position: int
+    attribute: str
+    value: str
+    causal_seq: int
+
+
+@dataclass(frozen=True, slots=True)
+class ConflictExplanation:
+    """A read served several facts for one slot; ``writes`` holds one write per fact."""
+
+    read: ReadRef
+    slot: str
+    writes: tuple[WriteRef, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class DuplicateExplanation:
+    """A read served one fact more than once; ``writes`` produced each copy, in order.
+
+    ``level`` is the widest paraphrase level among the copies: the level a backend must
+    reach to be required to merge them.
+    """
+
+    read: ReadRef
+    slot: str
+    fact: str
+    level: str
+    writes: tuple[WriteRef, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class MisorderExplanation:
+    """A read listed ``later`` right after ``earlier`` with a lower causal_seq."""
+
+    read: ReadRef
+    earlier: ServedRecord
+    later: ServedRecord
+
+
+@dataclass(frozen=True, slots=True)
+class StaleExplanation:
+    """A read served fact ``top.fact`` after ``newer`` superseded every write of it.
+
+    ``top`` is the write of the served fact with the highest causal_seq among those
+    that could have taken effect; ``served`` is the record the read returned.
+    """
+
+    read: ReadRef
+    served: ServedRecord
+    top: WriteRef
+    newer: WriteRef
+
+
+@dataclass(frozen=True, slots=True)
+class ResurrectionExplanation:
+    """A read served a record of an entity that a delete had emptied.
+
+    ``cause`` is ``no_restore`` (no restore could have taken effect after ``delete``),
+    ``stale_seq`` (``write``'s causal_seq is below ``delete``'s, so it must stay
+    refused even after a restore) or ``before_delete`` (``write`` was acknowledged
+    before ``delete`` was invoked, so ``restore`` revived it). ``revived`` counts the
+    records of this read that break the rule; ``record`` is the first.
+    """
+
+    read: ReadRef
+    delete: EntityOpRef
+    cause: Literal["no_restore", "stale_seq", "before_delete"]
+    record: ServedRecord
+    write: WriteRef
+    restore: EntityOpRef | None
+    revived: int
+
+
+@dataclass(frozen=True, slots=True)
+class LostExplanation:
+    """A read served nothing for ``slot`` although ``write`` had to be visible."""
+
+    read: ReadRef
+    slot: str
+    write: WriteRef
+
+
+@dataclass(frozen=True, slots=True)
+class LeakExplanation:
+    """A read served a value written only in other namespaces (``writes``)."""
+
+    read: ReadRef
+    record: ServedRecord
+    writes: tuple[WriteRef, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class PhantomExplanation:
+    """A read served a value no write could have produced.
+
+    ``candidates`` are the writes of that value that exist but do not count: ones that
+    failed, or that went to another entity of the namespace. Often it is empty.
+    """
+
+    read: ReadRef
+    record: ServedRecord
+    candidates: tuple[WriteRef, ...]
+
+
+Explanation: TypeAlias = (
+    ConflictExplanation
+    | DuplicateExplanation
+    | MisorderExplanation
+    | StaleExplanation
+    | ResurrectionExplanation
+    | LostExplanation
+    | LeakExplanation
+    | PhantomExplanation
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    """One broken invariant, with its minimal witnesses and its explanation as data.
+
+    ``witnesses`` are the invocation indices of the operations that together show the
+    contradiction, ascending; none of them can be left out. ``magnitude`` measures how
+    bad it is where that means something (facts served at once, copies of a fact,
+    causal_seq gap, records revived) and picks a kind's worst violation; None elsewhere.
+    """
+
+    kind: ViolationKind
+    key: Key
+    witnesses: tuple[int, ...]
+    explanation: Explanation
+    magnitude: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: the explanation as data, plus its rendered text."""
+        return {
+            "kind": self.kind,
+            "key": asdict(self.key),
+            "witnesses": list(self.witnesses),
+            "magnitude": self.magnitude,
+            "explanation": asdict(self.explanation),
+            "text": render_explanation(self),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ViolationGroup:
+    """All violations of one kind, summarised as Jepsen's bank checker does."""
+
+    kind: ViolationKind
+    count: int
+    first: Violation
+    worst: Violation | None
+    last: Violation
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """What one checker concluded about one history.
+
+    - ``validity``: INVALID when a violation was found, else UNKNOWN when nothing could
+      be checked (``checked == 0``) or the checker crashed, else VALID.
+    - ``violation_count``: every violation found; ``violations`` keeps only the first
+      few per kind (the checker's ``keep``), ``groups`` the first, worst and last.
+    - ``checked``: how many opportunities for a violation the history offered; the
+      unit is the checker's own (docs/invariants.md defines each).
+    - ``rate``: ``rate_numerator / rate_denominator``, named by the two ``_name``
+      fields; 0.0 when the denominator is 0.
+    - ``coverage``: counts of the conditions the checker could examine, so that an
+      UNKNOWN can say which condition never occurred.
+    - ``notes``: anything a reader needs to trust the numbers (a crash, skipped reads).
+    """
+
+    checker: str
+    validity: Validity
+    violation_count: int
+    violations: tuple[Violation, ...]
+    groups: tuple[ViolationGroup, ...]
+    checked: int
+    rate: float
+    rate_numerator: int
+    rate_numerator_name: str
+    rate_denominator: int
+    rate_denominator_name: str
+    coverage: Mapping[str, int] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form, with each kept violation's explanation rendered too."""
+        return {
+            "checker": self.checker,
+            "validity": self.validity.value,
+            "violation_count": self.violation_count,
+            "checked": self.checked,
+            "rate": self.rate,
+            "rate_numerator": self.rate_numerator,
+            "rate_numerator_name": self.rate_numerator_name,
+            "rate_denominator": self.rate_denominator,
+            "rate_denominator_name": self.rate_denominator_name,
+            "coverage": dict(self.coverage),
+            "notes": list(self.notes),
+            "groups": [
+                {
+                    "kind": g.kind,
+                    "count": g.count,
+                    "first": g.first.to_dict(),
+                    "worst": None if g.worst is None else g.worst.to_dict(),
+                    "last": g.last.to_dict(),
+                }
+                for g in self.groups
+            ],
+            "violations": [v.to_dict() for v in self.violations],
+        }
+
+
+def _q(text: str) -> str:
+    return json.dumps(text, ensure_ascii=False)
+
+
+def _outcome(op: WriteRef | EntityOpRef) -> str:
+    if op.outcome == "ok":
+        return f"acknowledged at index {op.completed}"
+    if op.outcome == "fail":
+        return f"refused at index {op.completed}"
+    if op.outcome == "info":
+        return f"with an unknown outcome (info at index {op.completed})"
+    return "not completed yet"
+
+
+def _write(name: str, w: WriteRef) -> str:
+    level = "" if w.paraphrase == "none" else f", {w.paraphrase} paraphrase"
+    return (
+        f"{name} = op {w.op}, a write of {_q(w.value)} (fact {w.fact}, slot {w.slot}, "
+        f"causal_seq {w.causal_seq}{level}) to {w.entity_id} in namespace {w.namespace}, "
+        f"{_outcome(w)}"
+    )
+
+
+def _entity_op(name: str, op: EntityOpRef) -> str:
+    return (
+        f"{name} = op {op.op}, a {op.f} of {op.entity_id} in namespace {op.namespace} "
+        f"(causal_seq {op.causal_seq}), {_outcome(op)}"
+    )
+
+
+def _read(r: ReadRef) -> str:
+    return f"read op {r.op} of {r.entity_id} in namespace {r.namespace}"
+
+
+def _served(s: ServedRecord) -> str:
+    return f"{_q(s.value)} (causal_seq {s.causal_seq})"
+
+
+def _and(items: list[str]) -> str:
+    if len(items) <= 1:
+        return "".join(items)
+    return ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _let(bindings: list[str]) -> str:
+    if len(bindings) == 1:
+        return f"Let {bindings[0]}."
+    return "Let " + ", ".join(bindings[:-1]) + ", and " + bindings[-1] + "."
+
+
+def _named_writes(writes: tuple[WriteRef, ...]) -> tuple[list[str], list[str]]:
+    """W1, W2, ... per distinct write; returns the bindings and each write's name."""
+    names: dict[int, str] = {}
+    bindings: list[str] = []
+    for w in writes:
+        if w.op not in names:
+            names[w.op] = f"W{len(names) + 1}"
+            bindings.append(_write(names[w.op], w))
+    return bindings, [names[w.op] for w in writes]
+
+
+def render_explanation(violation: Violation) -> str:
+    """The explanation in prose: "Let ... Then ..., but ..., a contradiction."."""
+    e = violation.explanation
+    if isinstance(e, ConflictExplanation):
+        bindings, names = _named_writes(e.writes)
+        return (
+            f"{_let(bindings)} Then {_read(e.read)} returned the values of "
+            f"{'both ' if len(names) == 2 else ''}{_and(names)}, {len(names)} different "
+            f"facts for slot {e.slot}, but a slot holds one fact at a time, a contradiction."
+        )
+    if isinstance(e, DuplicateExplanation):
+        bindings, names = _named_writes(e.writes)
+        distinct = list(dict.fromkeys(names))
+        served = (
+            f"the value of {distinct[0]} {len(names)} times"
+            if len(distinct) == 1
+            else f"the values of {'both ' if len(distinct) == 2 else ''}{_and(distinct)}"
+        )
+        rule = (
+            "a fact written twice must leave one record"
+            if e.level == "none"
+            else f"{e.level} paraphrases of one fact must leave one record"
+        )
+        return (
+            f"{_let(bindings)} Then {_read(e.read)} returned {served}, {len(names)} "
+            f"records of fact {e.fact} for slot {e.slot}, but {rule}, a contradiction."
+        )
+    if isinstance(e, MisorderExplanation):
+        r = e.read
+        return (
+            f"Let R = op {r.op}, a read of {r.entity_id} in namespace {r.namespace}, "
+            f"completed at index {r.completed}. Then R returned {_served(e.earlier)} at position "
+            f"{e.earlier.position} and {_served(e.later)} at position {e.later.position}, "
+            "but a read lists records in ascending causal_seq, a contradiction."
+        )
+    if isinstance(e, StaleExplanation):
+        return (
+            f"{_let([_write('W1', e.top), _write('W2', e.newer)])} Then {_read(e.read)}, "
+            "invoked after W2 was acknowledged, with no delete of "
+            f"{e.read.entity_id} that could have intervened, returned {_q(e.served.value)}, "
+            f"a value of fact {e.top.fact}, for slot {e.top.slot}, but W2's causal_seq "
+            f"{e.newer.causal_seq} is above W1's {e.top.causal_seq}, the highest of any "
+            f"write of fact {e.top.fact}, so W2 must have replaced it, a contradiction."
+        )
+    if isinstance(e, ResurrectionExplanation):
+        return _render_resurrection(e)
+    if isinstance(e, LostExplanation):
+        return (
+            f"{_let([_write('W', e.write)])} Then {_read(e.read)}, invoked after W was "
+            f"acknowledged, with no delete of {e.read.entity_id} that could have "
+            f"intervened, returned no record for slot {e.slot}, but an acknowledged write "
+            "keeps its slot readable until a delete, a contradiction."
+        )
+    if isinstance(e, LeakExplanation):
+        return (
+            f"{_let([_write('W', e.writes[0])])} Then {_read(e.read)} returned W's value, "
+            f"but no write of that value was made in {e.read.namespace}, and namespaces "
+            "never share records, a contradiction."
+        )
+    return _render_phantom(e)
+
+
+def _render_resurrection(e: ResurrectionExplanation) -> str:
+    more = "" if e.revived == 1 else f" and {e.revived - 1} more record(s)"
+    entity = e.read.entity_id
+    if e.cause == "no_restore":
+        return (
+            f"{_let([_entity_op('D', e.delete)])} Then {_read(e.read)}, invoked after D "
+            f"was acknowledged, with no restore of {entity} that could have taken effect, "
+            f"returned {_q(e.record.value)} (written by op {e.write.op}){more}, but a "
+            "deleted entity has no records until a restore, a contradiction."
+        )
+    after = "" if e.restore is None else f", after restore op {e.restore.op},"
+    bindings = [_entity_op("D", e.delete), _write("W", e.write)]
+    if e.write.op < e.delete.op:
+        bindings.reverse()
+    if e.cause == "stale_seq":
+        return (
+            f"{_let(bindings)} Then "
+            f"{_read(e.read)}{after} returned W's value{more}, but W's causal_seq "
+            f"{e.write.causal_seq} is below D's {e.delete.causal_seq}, so W must stay "
+            "refused even after a restore, a contradiction."
+        )
+    return (
+        f"{_let(bindings)} Then "
+        f"{_read(e.read)}{after} returned W's value{more}, but D was invoked after W was "
+        "acknowledged and a restore must not revive what the entity held before the "
+        "delete, a contradiction."
+    )
+
+
+def _render_phantom(e: PhantomExplanation) -> str:
+    r = e.read
+    target = f"to {r.entity_id} in namespace {r.namespace} was invoked before the read completed"
+    if not e.candidates:
+        return (
+            f"Let R = op {r.op}, a read of {r.entity_id} in namespace {r.namespace}, "
+            f"completed at index {r.completed}. Then R returned {_served(e.record)}, but no "
+            f"write of that value {target}, a contradiction."
+        )
+    w = e.candidates[0]
+    if w.outcome == "fail" and w.entity_id == r.entity_id and w.namespace == r.namespace:
+        because = f"W did not take effect and no other write of that value {target}"
+    else:
+        because = f"no write of that value {target}"
+    return (
+        f"{_let([_write('W', w)])} Then {_read(r)} returned W's value, but {because}, "
+        "a contradiction."
+    )
