@@ -6,7 +6,8 @@ from . import store_write
 
 
 def main() -> None:
-    store_write.run()
+    for synchronous in ("NORMAL", "FULL"):
+        store_write.run(n=2000 if synchronous == "FULL" else 4000, synchronous=synchronous)
 
 
 if __name__ == "__main__":

@@ -76,7 +76,7 @@ def certify(factory: BackendFactory | str | None = None, options: CertifyOptions
             *, progress: Progress | None = None) -> Report:
     """Certify a backend: ``factory`` is a callable, a ``package.module:callable`` spec, or
     None for the reference store on an embedded SQLite file."""
-    from scenarios import load_scenario, load_suite
+    from scenarios import load_suite
 
     options = options or CertifyOptions()
     progress = progress or Progress()
@@ -95,7 +95,7 @@ def certify(factory: BackendFactory | str | None = None, options: CertifyOptions
     suite = load_suite(options.suite)
     plans = []
     for entry in suite.entries:
-        scenario = load_scenario(entry.scenario)
+        scenario = entry.scenario
         plan = scenario.plan(seed=seed, workers=options.workers, level=options.level,
                              scale=entry.scale)
         plans.append((scenario, entry, plan))
@@ -108,13 +108,12 @@ def certify(factory: BackendFactory | str | None = None, options: CertifyOptions
     progress.start(sum(p.size for _, _, p in plans), options.budget_s)
     summaries: list[ScenarioSummary] = []
     restore_supported = True
-    clock = LamportClock()
     with HistoryRecorder(history_path, keep=False, observers=[online.observe]) as recorder:
         first_worker = 0
         for scenario, entry, plan in plans:
             progress.scenario(scenario.name)
             result = run_plan(
-                resolved, plan, recorder, clock=clock, first_worker=first_worker,
+                resolved, plan, recorder, clock=LamportClock(), first_worker=first_worker,
                 budget_s=run_budget * entry.share / total_share,
                 on_step=lambda: progress.step(online.violation_count))
             first_worker += len(plan.workers) + 1

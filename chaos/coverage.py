@@ -18,6 +18,7 @@ __all__ = ["CONDITION_INVARIANT", "measure"]
 CONDITION_INVARIANT: dict[str, str] = {
     "overlapping_same_key_writes": "uniqueness",
     "out_of_order_arrival": "causal_monotonicity",
+    "seq_digit_boundaries": "causal_monotonicity",
     "delete_raced_write": "deletion_monotonicity",
     "read_after_delete": "deletion_monotonicity",
     "read_after_restore": "deletion_monotonicity",
@@ -38,6 +39,7 @@ def measure(history: History) -> dict[str, int]:
         (_slot_key(inv), inv.index, done.index) for inv, done in pairs if inv.f == "write")
     counts["delete_raced_write"] = _races(pairs)
     counts["out_of_order_arrival"] = _out_of_order(pairs)
+    counts["seq_digit_boundaries"] = _digit_boundaries(pairs)
     after = _reads_after(history)
     counts["read_after_delete"] = after["delete"]
     counts["read_after_restore"] = after["restore"]
@@ -112,6 +114,22 @@ def _out_of_order(pairs: list[tuple[Entry, Entry]]) -> int:
             found += 1
         highest[key] = max(seq, highest.get(key, -1))
     return found
+
+
+def _digit_boundaries(pairs: list[tuple[Entry, Entry]]) -> int:
+    """1 if, for both 10 and 100, some key got writes on each side of it, else 0.
+
+    A backend that compares causal seqs as text orders "9" after "10"; only a key that
+    saw both sides of a digit boundary can show it.
+    """
+    seqs: dict[tuple[str, str, str], tuple[int, int]] = {}
+    for inv, _ in pairs:
+        if inv.f == "write":
+            key = _slot_key(inv)
+            low, high = seqs.get(key, (_seq(inv), _seq(inv)))
+            seqs[key] = (min(low, _seq(inv)), max(high, _seq(inv)))
+    crossed = {b for low, high in seqs.values() for b in (10, 100) if low < b <= high}
+    return int(crossed == {10, 100})
 
 
 def _reads_after(history: History) -> dict[str, int]:

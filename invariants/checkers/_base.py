@@ -6,7 +6,7 @@ import abc
 from typing import ClassVar
 
 from invariants.errors import InvalidArgument
-from invariants.history import Entry
+from invariants.history import Entry, HistoryError
 from invariants.verdict import CheckResult, Validity, Violation, ViolationGroup, ViolationKind
 
 from ._trace import ReadView, Trace
@@ -23,8 +23,8 @@ class Checker(abc.ABC):
     the same class. Either way the same code decides.
 
     A checker judges each ``ok`` read when it completes (see ``_trace``) and never
-    revises a judgement, so its count only grows. ``observe`` must not be given an entry
-    twice or out of order; ``result`` must not change the checker's state.
+    revises a judgement, so its count only grows. ``observe`` refuses an entry given
+    twice or out of order; ``result`` does not change the checker's state.
 
     ``trace`` lets several checkers share one index of the history (they must then be
     fed in lockstep); ``keep`` bounds how many violations are kept in full per kind,
@@ -48,12 +48,19 @@ class Checker(abc.ABC):
         self._first: Violation | None = None
         self._worst: Violation | None = None
         self._last: Violation | None = None
+        self._seen = -1
         self.checked = 0
         """Opportunities for a violation seen so far, in the checker's own unit."""
 
     def observe(self, entry: Entry) -> None:
         """Consume the next entry of the history."""
         view = self._trace.observe(entry)
+        if entry.index <= self._seen:
+            raise HistoryError(
+                f"entry {entry.index} fed to the {self.name} checker twice",
+                "Feed each entry to each checker once, in index order.",
+            )
+        self._seen = entry.index
         if view is not None:
             self._on_read(view)
 

@@ -166,11 +166,13 @@ class KeyState:
         "live_facts",
         "repeated_facts",
         "slot",
+        "was_contended",
     )
 
     def __init__(self, entity: EntityState, slot: str) -> None:
         self.entity = entity
         self.slot = slot
+        self.was_contended = False
         self.facts: dict[str, FactState] = {}
         self.live_facts = 0
         self.repeated_facts = 0
@@ -378,18 +380,13 @@ class Trace:
         self._entities: dict[tuple[str, str], EntityState] = {}
         self._namespaces: set[str] = set()
         self.contended_keys = 0
-        """Slots that ever held two or more facts written at once."""
+        """Slots that ever had non-failed writes of two or more facts."""
         self.ok_writes = 0
         self.ok_deletes = 0
         self.ok_restores = 0
         self.ok_reads = 0
         self.paraphrase_writes: dict[str, int] = dict.fromkeys(LEVELS, 0)
         """Writes that completed ok or info, by paraphrase level."""
-
-    @property
-    def position(self) -> int:
-        """Index of the last entry consumed, -1 before the first."""
-        return self._last
 
     @property
     def in_flight(self) -> int:
@@ -496,7 +493,9 @@ class Trace:
         key.live_facts += 1
         if key.live_facts == 2:
             key.entity.contended += 1
-            self.contended_keys += 1
+            if not key.was_contended:
+                key.was_contended = True
+                self.contended_keys += 1
 
     def _complete_write(self, entry: Entry, ws: WriteState) -> None:
         ws.done = entry.index

@@ -1,0 +1,38 @@
+"""The generators behind the named scenarios, and what a generator is.
+
+A scenario file names its generator as ``module:attribute`` (``scenarios.generators:
+concurrent_writes``), or as a module that defines ``generator``. Either resolves to a
+:class:`Generator`; write your own with the :func:`generator` decorator::
+
+    @generator(keys=Param(int, 3, "how many keys", minimum=1))
+    def mine(ctx: Context) -> list[list[Step]]:
+        return [[...] for worker in range(ctx.workers)]
+"""
+
+from __future__ import annotations
+
+from ._base import LEVELS, Context, Generator, Param, generator
+from ._facts import PLAIN, Fact, Facts, ParaphraseFact, Topic
+from .concurrent_writes import concurrent_writes
+from .delete_then_write import delete_then_write
+from .mixed import mixed
+from .out_of_order_causal import out_of_order_causal
+from .paraphrase_flood import paraphrase_flood
+
+__all__ = [
+    "LEVELS",
+    "PLAIN",
+    "Context",
+    "Fact",
+    "Facts",
+    "Generator",
+    "Param",
+    "ParaphraseFact",
+    "Topic",
+    "concurrent_writes",
+    "delete_then_write",
+    "generator",
+    "mixed",
+    "out_of_order_causal",
+    "paraphrase_flood",
+]

@@ -1,0 +1,77 @@
+"""``paraphrase_flood``: bursts of paraphrases of the same facts, from every worker.
+
+Each round, every key (an entity's slot) has one fact, the same for all workers, and
+every worker writes a burst of its variants: the plain form and paraphrases at each
+level the plan allows, in Chinese and English, under attribute-name variants too, then
+reads the entity. Across rounds a key's facts are must-not-merge pairs: "likes X",
+then "does not like X", then "likes Y". A backend must keep one record per fact, and
+must let each round's fact replace the last.
+"""
+
+from __future__ import annotations
+
+from chaos.plan import Step
+from invariants.history import Paraphrase
+
+from ..paraphrases import SLOTS
+from ._base import Context, Param, generator
+from ._steps import entity_ids, final_reads, pause, read
+
+__all__ = ["flood", "paraphrase_flood"]
+
+
+def flood(
+    ctx: Context,
+    *,
+    stream: str,
+    namespace: str,
+    entities: tuple[str, ...],
+    slots: tuple[str, ...],
+    rounds: int,
+    burst: int,
+    max_pause_s: float,
+) -> list[list[Step]]:
+    """Per worker, ``rounds`` rounds of a ``burst`` of variants of each key's fact."""
+    shared = ctx.rng(f"{stream}/facts")
+    topics = [ctx.facts.topic(namespace, entity, slot) for entity in entities for slot in slots]
+    rngs = [ctx.rng(f"{stream}/{worker}") for worker in range(ctx.workers)]
+    plans: list[list[Step]] = [[] for _ in range(ctx.workers)]
+    # Every level, the plain form included, comes round in each fact's bursts once the
+    # workers' bursts together are long enough.
+    cycle: tuple[Paraphrase, ...] = ("none", *ctx.levels)
+    for number in range(rounds):
+        facts = [topic.next(shared) for topic in topics]
+        for worker, rng in enumerate(rngs):
+            order = list(range(len(facts)))
+            rng.shuffle(order)
+            for index in order:
+                fact = facts[index]
+                for shot in range(burst):
+                    level = cycle[(worker * burst + shot + number) % len(cycle)]
+                    plans[worker].append(fact.variant(rng, level, pause_s=pause(rng, max_pause_s)))
+                plans[worker].append(read(namespace, fact.entity_id))
+    return plans
+
+
+@generator(
+    entities=Param(int, 2, "how many entities", minimum=1, maximum=1000),
+    slots=Param(tuple, tuple(SLOTS), "the slots paraphrased", minimum=1, choices=tuple(SLOTS)),
+    rounds=Param(int, 6, "rounds at scale 1", minimum=1, maximum=10**5),
+    burst=Param(int, 4, "variants each worker writes per fact per round", minimum=1,
+                maximum=1000),
+    max_pause_s=Param(
+        float, 0.001, "the longest pause before a step, in seconds", minimum=0.0, maximum=10.0
+    ),
+)
+def paraphrase_flood(ctx: Context) -> list[list[Step]]:
+    plans = flood(
+        ctx,
+        stream="flood",
+        namespace=ctx.scenario,
+        entities=entity_ids(ctx.params["entities"]),
+        slots=ctx.params["slots"],
+        rounds=ctx.scaled("rounds"),
+        burst=ctx.params["burst"],
+        max_pause_s=ctx.params["max_pause_s"],
+    )
+    return [steps + final_reads(steps) for steps in plans]
