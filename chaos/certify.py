@@ -21,7 +21,7 @@ from invariants.checkers import CheckerSuite, check_history
 from invariants.errors import InvalidArgument
 from invariants.history import HistoryRecorder, Paraphrase, read_history
 
-from .coverage import measure
+from .coverage import backend_errors, measure
 from .factory import REFERENCE, load_factory, probe
 from .faults import LamportClock
 from .report import Report, ScenarioSummary, build_report
@@ -44,6 +44,7 @@ class CertifyOptions:
     workers: int = 8
     out: Path = Path("memcert-out")
     suite: str = "certify"
+    processes: int = 0
 
     def __post_init__(self) -> None:
         if not self.budget_s > 0:
@@ -54,6 +55,9 @@ class CertifyOptions:
                                   f"one of {', '.join(LEVELS)}.")
         if not isinstance(self.workers, int) or self.workers < 1:
             raise InvalidArgument(f"workers={self.workers!r} must be an int >= 1.")
+        if not isinstance(self.processes, int) or self.processes < 0:
+            raise InvalidArgument(f"processes={self.processes!r} must be an int >= 0 "
+                                  "(0 runs every worker as a thread of this process).")
 
 
 class Progress:
@@ -115,6 +119,7 @@ def certify(factory: BackendFactory | str | None = None, options: CertifyOptions
             result = run_plan(
                 resolved, plan, recorder, clock=LamportClock(), first_worker=first_worker,
                 budget_s=run_budget * entry.share / total_share,
+                processes=options.processes, factory_spec=spec,
                 on_step=lambda: progress.step(online.violation_count))
             first_worker += len(plan.workers) + 1
             restore_supported &= result.restore_supported
@@ -127,7 +132,7 @@ def certify(factory: BackendFactory | str | None = None, options: CertifyOptions
     report = build_report(
         backend=spec, seed=seed, level=options.level,
         checks=check_history(history, level=options.level),
-        coverage=measure(history), scenarios=summaries,
+        coverage=measure(history), scenarios=summaries, errors=backend_errors(history),
         restore_supported=restore_supported, history_entries=len(history),
         elapsed_s=time.monotonic() - started,
         command=_command(spec, seed, options))
@@ -147,6 +152,7 @@ def replay(out: Path) -> Report:
     return build_report(
         backend=saved["backend"], seed=saved["seed"], level=saved["level"],
         checks=check_history(history, level=saved["level"]), coverage=measure(history),
+        errors=backend_errors(history),
         scenarios=scenarios, restore_supported=saved["restore_supported"],
         history_entries=len(history), elapsed_s=0.0, command=saved["reproduce"])
 
@@ -162,4 +168,6 @@ def _command(spec: str, seed: int, options: CertifyOptions) -> str:
         parts.append(spec)
     parts += ["--seed", str(seed), "--level", options.level, "--budget", f"{options.budget_s:g}",
               "--workers", str(options.workers)]
+    if options.processes:
+        parts += ["--processes", str(options.processes)]
     return shlex.join(parts)

@@ -48,7 +48,8 @@ def _dispatch(args: argparse.Namespace) -> Report:
                              "pass the --out folder of a memcert certify run")
         return replay(out)
     options = CertifyOptions(budget_s=args.budget, seed=args.seed, level=args.level,
-                             workers=args.workers, out=Path(args.out), suite=args.suite)
+                             workers=args.workers, out=Path(args.out), suite=args.suite,
+                             processes=args.processes)
     progress = None
     if not args.quiet:
         from .progress import TerminalProgress

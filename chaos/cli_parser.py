@@ -74,6 +74,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--workers", type=int, default=int(_env("MEMCERT_WORKERS", "8") or 8),
                      metavar="N", help="concurrent worker threads [env MEMCERT_WORKERS, "
                                        "default 8]")
+    run.add_argument("--processes", type=int,
+                     default=int(_env("MEMCERT_PROCESSES", "0") or 0), metavar="P",
+                     help="spread the workers over P worker processes, each opening its own "
+                          "handles from the factory; 0 keeps them as threads "
+                          "[env MEMCERT_PROCESSES, default 0]")
     run.add_argument("--suite", default=_env("MEMCERT_SUITE", "certify"), metavar="NAME",
                      help="the scenario suite to run (scenarios/suites/NAME.toml) "
                           "[env MEMCERT_SUITE, default certify]")

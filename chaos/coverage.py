@@ -13,7 +13,7 @@ from collections.abc import Iterable
 
 from invariants.history import Entry, History
 
-__all__ = ["CONDITION_INVARIANT", "measure"]
+__all__ = ["CONDITION_INVARIANT", "backend_errors", "measure"]
 
 CONDITION_INVARIANT: dict[str, str] = {
     "overlapping_same_key_writes": "uniqueness",
@@ -151,3 +151,23 @@ def _reads_after(history: History) -> dict[str, int]:
                     _seq(entry) <= horizon.get(key, -1):
                 counts["stale_write"] += 1
     return counts
+
+
+def backend_errors(history: History) -> dict[str, tuple[int, str]]:
+    """Errors the backend itself raised (not injected faults): type -> (count, first text).
+
+    Each one is an operation whose outcome nobody knows, so a run full of them checks
+    little; the report shows them so that a broken handle does not pass as "unknown"
+    without a reason.
+    """
+    found: dict[str, tuple[int, str]] = {}
+    for entry in history:
+        text = entry.result if isinstance(entry.result, str) else None
+        if text is None or entry.type == "ok" or text.endswith("(injected)"):
+            continue
+        if text.startswith("unsupported: "):
+            continue
+        name = text.split(":", 1)[0]
+        count, first = found.get(name, (0, text))
+        found[name] = (count + 1, first)
+    return found

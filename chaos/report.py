@@ -105,6 +105,7 @@ class Report:
     history_entries: int
     elapsed_s: float
     command: str
+    errors: Mapping[str, tuple[int, str]] = field(default_factory=dict)
 
     @property
     def exit_code(self) -> int:
@@ -126,6 +127,8 @@ class Report:
                 for s in self.scenarios
             ],
             "restore_supported": self.restore_supported,
+            "backend_errors": {name: {"count": count, "first": first}
+                               for name, (count, first) in self.errors.items()},
             "history_entries": self.history_entries,
             "elapsed_s": round(self.elapsed_s, 3),
             "reproduce": self.command,
@@ -151,6 +154,7 @@ def build_report(
     history_entries: int,
     elapsed_s: float,
     command: str,
+    errors: Mapping[str, tuple[int, str]] | None = None,
 ) -> Report:
     """Combine checker results and coverage into per-invariant verdicts."""
     required = {cond for s in scenarios for cond in s.requires}
@@ -163,7 +167,8 @@ def build_report(
     overall: Overall = ("failed" if "fail" in outcomes
                         else "unknown" if "unknown" in outcomes else "certified")
     return Report(backend, seed, level, overall, invariants, dict(checks), dict(coverage),
-                  tuple(scenarios), restore_supported, history_entries, elapsed_s, command)
+                  tuple(scenarios), restore_supported, history_entries, elapsed_s, command,
+                  dict(errors or {}))
 
 
 def _verdict(name: str, results: list[CheckResult], coverage: Mapping[str, int],
@@ -246,6 +251,11 @@ def render_table(report: Report) -> str:
             out.extend(f"  {line}" for text in v.examples + v.notes
                        for line in text.splitlines())
             out.append("")
+    for name, (count, first) in sorted(report.errors.items(), key=lambda kv: -kv[1][0]):
+        out.append(f"the backend raised {name} {count} time(s), outcome unknown; first: "
+                   f"{first[:160]}")
+    if report.errors:
+        out.append("")
     out.append(f"verdict: {report.verdict.upper()}")
     if report.verdict != "certified":
         out.append(f"reproduce: {report.command}")

@@ -20,16 +20,26 @@ from __future__ import annotations
 import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
-from invariants.backend import Ack, BackendFactory, Delete, MemoryBackend, Restore, Write
-from invariants.history import HistoryRecorder, Read, WriteMeta
+from invariants.backend import (
+    Ack,
+    BackendFactory,
+    Delete,
+    MemoryBackend,
+    Record,
+    Restore,
+    Write,
+)
+from invariants.errors import InvalidArgument
+from invariants.history import Entry, HistoryRecorder, Payload, Read, WriteMeta
 
 from .faults import Clock, LamportClock, build_clock, build_faults
 from .plan import Plan, Step
 
-__all__ = ["RunResult", "run_plan"]
+__all__ = ["Recorder", "RunResult", "run_plan", "run_workers"]
 
 
 @dataclass
@@ -43,7 +53,6 @@ class RunResult:
     budget_exhausted: bool = False
     faults_fired: dict[str, int] = field(default_factory=dict)
     restore_supported: bool = True
-    backend_errors: int = 0
 
 
 @dataclass
@@ -55,6 +64,18 @@ class _Worker:
     done: int = 0
 
 
+class Recorder(Protocol):
+    """What workers need of a history recorder; a proxy to one in another process fits."""
+
+    def invoke(self, worker: int, op: Payload, *, meta: WriteMeta | None = None) -> Entry: ...
+
+    def ok(self, invocation: Entry, result: Ack | Sequence[Record]) -> Entry: ...
+
+    def fail(self, invocation: Entry, result: Ack | str) -> Entry: ...
+
+    def info(self, invocation: Entry, error: BaseException | str) -> Entry: ...
+
+
 def run_plan(
     factory: BackendFactory,
     plan: Plan,
@@ -64,26 +85,65 @@ def run_plan(
     clock: LamportClock | None = None,
     on_step: Callable[[], None] | None = None,
     first_worker: int = 0,
+    processes: int = 0,
+    factory_spec: str | None = None,
 ) -> RunResult:
     """Run every worker's steps concurrently until done or until ``budget_s`` runs out.
 
-    ``first_worker`` offsets worker ids so that several plans can share one history.
-    ``on_step`` is called after every step, from worker threads, to drive progress bars.
+    Workers are threads of this process, or, with ``processes`` > 0, threads spread over
+    that many worker processes, each of which builds its handles from ``factory_spec``
+    (a spec, because a callable does not cross a process boundary). ``first_worker``
+    offsets worker ids so that several plans can share one history. ``on_step`` is
+    called after every step of a thread worker, to drive progress bars.
     """
-    result = RunResult(plan.scenario, plan.size)
     shared = clock if clock is not None else LamportClock()
-    rng = random.Random(plan.seed)
-    workers: list[_Worker] = []
-    raw_handles: list[MemoryBackend] = []
-    for k, steps in enumerate(plan.workers):
-        handle = factory()
-        raw_handles.append(handle)
-        worker_rng = random.Random(rng.getrandbits(64))
-        workers.append(_Worker(
-            first_worker + k, steps, build_faults(handle, plan.faults, worker_rng),
-            build_clock(shared, plan.faults, worker_rng)))
     deadline = time.monotonic() + budget_s
     started = time.monotonic()
+    if processes > 0:
+        from .processes import run_in_processes
+
+        if factory_spec is None:
+            raise InvalidArgument("processes > 0 needs factory_spec='package.module:callable',"
+                                  " which each worker process imports")
+        result = run_in_processes(factory_spec, plan, recorder, shared, deadline, processes,
+                                  first_worker)
+    else:
+        result = run_workers(factory, plan, range(len(plan.workers)), recorder, shared,
+                             deadline, first_worker, on_step)
+    backend = factory()
+    try:
+        _final_reads(backend, plan, recorder, first_worker + len(plan.workers))
+    finally:
+        backend.close()
+    result.elapsed_s = time.monotonic() - started
+    return result
+
+
+def run_workers(
+    factory: BackendFactory,
+    plan: Plan,
+    which: Iterable[int],
+    recorder: Recorder,
+    shared: Clock,
+    deadline: float,
+    first_worker: int,
+    on_step: Callable[[], None] | None = None,
+) -> RunResult:
+    """Run the plan's workers numbered ``which`` as threads of this process, then heal.
+
+    A worker's faults draw from a generator seeded by the plan's seed and the worker's
+    number, so a worker behaves the same whichever process runs it.
+    """
+    result = RunResult(plan.scenario, plan.size)
+    workers: list[_Worker] = []
+    raw_handles: list[MemoryBackend] = []
+    for k in which:
+        handle = factory()
+        raw_handles.append(handle)
+        worker_rng = random.Random((plan.seed << 20) + k)
+        workers.append(_Worker(
+            first_worker + k, plan.workers[k], build_faults(handle, plan.faults, worker_rng),
+            build_clock(shared, plan.faults, worker_rng)))
     errors: list[BaseException] = []
 
     def work(worker: _Worker) -> None:
@@ -114,18 +174,15 @@ def run_plan(
             heal()
         for name, count in _fired(worker.backend, worker.clock).items():
             result.faults_fired[name] = result.faults_fired.get(name, 0) + count
-    if errors:
-        raise errors[0]
-    _final_reads(raw_handles[0] if raw_handles else factory(), plan, recorder,
-                 first_worker + len(workers))
     for handle in raw_handles:
         handle.close()
+    if errors:
+        raise errors[0]
     result.steps_done = sum(w.done for w in workers)
-    result.elapsed_s = time.monotonic() - started
     return result
 
 
-def _run_step(worker: _Worker, step: Step, recorder: HistoryRecorder, shared: LamportClock,
+def _run_step(worker: _Worker, step: Step, recorder: Recorder, shared: Clock,
               result: RunResult) -> bool:
     """Run one step; returns False if it found restore unsupported."""
     if step.kind == "read":
@@ -164,17 +221,16 @@ def _run_step(worker: _Worker, step: Step, recorder: HistoryRecorder, shared: La
         if step.kind == "restore":
             recorder.fail(invocation, f"unsupported: {_describe(error)}")
             return False
-        recorder.info(invocation, error)
-        result.backend_errors += 1
+        recorder.info(invocation, _describe(error))
         return True
     except Exception as error:
-        recorder.info(invocation, error)
+        recorder.info(invocation, _describe(error))
         return True
     (recorder.ok if ack.applied else recorder.fail)(invocation, ack)
     return True
 
 
-def _final_reads(backend: MemoryBackend, plan: Plan, recorder: HistoryRecorder,
+def _final_reads(backend: MemoryBackend, plan: Plan, recorder: Recorder,
                  worker: int) -> None:
     """Read every entity the plan touched once more, after every fault has healed."""
     seen: dict[tuple[str, str], None] = {}

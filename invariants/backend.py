@@ -146,8 +146,11 @@ Operation = Write | Delete | Restore
 class MemoryBackend(Protocol):
     """A memory store that memcert can certify.
 
-    Implementations must be safe to call from the thread that created them. memcert
-    never shares one handle between threads: it asks the factory for one per worker.
+    memcert never calls one handle from two threads at once: it asks the factory for one
+    handle per worker. It may call a handle from a thread other than the one that made
+    it (a fault that delivers an operation late does so from a timer thread), so a
+    handle must not be bound to its creating thread (for sqlite3, pass
+    ``check_same_thread=False``).
     """
 
     def write(self, op: Write) -> Ack:

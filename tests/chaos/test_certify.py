@@ -87,3 +87,28 @@ def test_results_json_junit_and_replay_agree(tmp_path):
     assert {n: v.verdict for n, v in again.invariants.items()} == \
         {n: v.verdict for n, v in report.invariants.items()}
     assert again.checks["causal_monotonicity"].violation_count == causal["violations"]
+
+
+@pytest.mark.slow
+def test_worker_processes_certify_the_reference_store(tmp_path, monkeypatch, sqlite_url):
+    monkeypatch.setenv("MEMCERT_DB_URL", sqlite_url)
+    report = certify(None, options(tmp_path, processes=2, workers=4, budget_s=40.0))
+    assert sum(c.violation_count for c in report.checks.values()) == 0
+    assert report.verdict == "certified", report.invariants
+    assert "--processes 2" in report.command
+
+
+@pytest.mark.slow
+def test_worker_processes_catch_a_stale_overwrite(tmp_path, monkeypatch):
+    monkeypatch.setenv("LWW_DB", str(tmp_path / "lww.sqlite3"))
+    report = certify("tests.chaos.sqlite_last_write_wins:factory",
+                     options(tmp_path, processes=2, workers=4, budget_s=40.0))
+    assert report.invariants["causal_monotonicity"].verdict == "fail"
+    assert not report.restore_supported
+
+
+def test_an_in_process_backend_refuses_worker_processes(tmp_path):
+    from invariants.errors import InvalidArgument
+
+    with pytest.raises(InvalidArgument, match="keeps its store inside one process"):
+        certify("chaos.examples:in_memory", options(tmp_path, processes=2))
