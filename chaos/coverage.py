@@ -9,25 +9,82 @@ condition that never occurred turns the invariant it serves into ``unknown``.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
 
 from invariants.history import Entry, History
 
-__all__ = ["CONDITION_INVARIANT", "backend_errors", "measure"]
+__all__ = ["CONDITIONS", "CONDITION_INVARIANT", "Condition", "backend_errors", "measure"]
 
-CONDITION_INVARIANT: dict[str, str] = {
-    "overlapping_same_key_writes": "uniqueness",
-    "out_of_order_arrival": "causal_monotonicity",
-    "seq_digit_boundaries": "causal_monotonicity",
-    "delete_raced_write": "deletion_monotonicity",
-    "read_after_delete": "deletion_monotonicity",
-    "read_after_restore": "deletion_monotonicity",
-    "stale_write_after_restore": "deletion_monotonicity",
-    "paraphrase_writes_surface": "semantic_normalization",
-    "paraphrase_writes_lexical": "semantic_normalization",
-    "paraphrase_writes_semantic": "semantic_normalization",
-    "second_namespace": "isolation",
-}
+
+@dataclass(frozen=True, slots=True)
+class Condition:
+    """A condition a scenario can require: what it is, and which invariant it serves."""
+
+    invariant: str
+    definition: str
+
+
+CONDITIONS: Mapping[str, Condition] = MappingProxyType(
+    {
+        "overlapping_same_key_writes": Condition(
+            "uniqueness",
+            "a write to a key invoked while another write to that key was still running",
+        ),
+        "delete_raced_write": Condition(
+            "deletion_monotonicity",
+            "a write and a delete of one entity whose invocation-to-completion intervals overlap",
+        ),
+        "read_after_delete": Condition(
+            "deletion_monotonicity",
+            "a read of an entity invoked when the last acknowledged delete or restore of "
+            "it was a delete",
+        ),
+        "read_after_restore": Condition(
+            "deletion_monotonicity",
+            "a read of an entity invoked when the last acknowledged delete or restore of "
+            "it was a restore",
+        ),
+        "stale_write_after_restore": Condition(
+            "deletion_monotonicity",
+            "a write invoked when the last acknowledged delete or restore of its entity "
+            "was a restore, with a causal_seq at or below the highest of the entity's "
+            "acknowledged deletes",
+        ),
+        "out_of_order_arrival": Condition(
+            "causal_monotonicity",
+            "a write that completed (ok or fail) after a write with a higher causal_seq "
+            "to the same key had completed",
+        ),
+        "seq_digit_boundaries": Condition(
+            "causal_monotonicity",
+            "for each of 10 and 100, one key received a write with causal_seq below it "
+            "and one with causal_seq at or above it",
+        ),
+        "second_namespace": Condition(
+            "isolation",
+            "an entity_id used in two or more namespaces",
+        ),
+        "paraphrase_writes_surface": Condition(
+            "semantic_normalization",
+            "a completed write whose meta.paraphrase is surface",
+        ),
+        "paraphrase_writes_lexical": Condition(
+            "semantic_normalization",
+            "a completed write whose meta.paraphrase is lexical",
+        ),
+        "paraphrase_writes_semantic": Condition(
+            "semantic_normalization",
+            "a completed write whose meta.paraphrase is semantic",
+        ),
+    }
+)
+"""Every coverage condition; a write's *key* is (namespace, entity_id, meta.slot)."""
+
+CONDITION_INVARIANT: Mapping[str, str] = MappingProxyType(
+    {name: condition.invariant for name, condition in CONDITIONS.items()}
+)
 """Each coverage condition, and the invariant left unproven when it never occurs."""
 
 
@@ -36,7 +93,8 @@ def measure(history: History) -> dict[str, int]:
     pairs = [(inv, done) for inv, done in history.pairs() if done is not None]
     counts = dict.fromkeys(CONDITION_INVARIANT, 0)
     counts["overlapping_same_key_writes"] = _overlaps(
-        (_slot_key(inv), inv.index, done.index) for inv, done in pairs if inv.f == "write")
+        (_slot_key(inv), inv.index, done.index) for inv, done in pairs if inv.f == "write"
+    )
     counts["delete_raced_write"] = _races(pairs)
     counts["out_of_order_arrival"] = _out_of_order(pairs)
     counts["seq_digit_boundaries"] = _digit_boundaries(pairs)
@@ -86,7 +144,8 @@ def _races(pairs: list[tuple[Entry, Entry]]) -> int:
     for inv, done in pairs:
         if inv.f in ("write", "delete"):
             spans[(inv.op.namespace, inv.op.entity_id)].append(
-                (inv.index, done.index, inv.f == "delete"))
+                (inv.index, done.index, inv.f == "delete")
+            )
     found = 0
     for items in spans.values():
         items.sort()
@@ -103,8 +162,9 @@ def _races(pairs: list[tuple[Entry, Entry]]) -> int:
 
 def _out_of_order(pairs: list[tuple[Entry, Entry]]) -> int:
     """Writes that completed after a write with a higher causal_seq on the same key."""
-    done_order = sorted((done.index, inv) for inv, done in pairs
-                        if inv.f == "write" and done.type in ("ok", "fail"))
+    done_order = sorted(
+        (done.index, inv) for inv, done in pairs if inv.f == "write" and done.type in ("ok", "fail")
+    )
     highest: dict[tuple[str, str, str], int] = {}
     found = 0
     for _, inv in done_order:
@@ -147,8 +207,7 @@ def _reads_after(history: History) -> dict[str, int]:
             last = state[key][0]
             if entry.f == "read":
                 counts[last] += 1
-            elif entry.f == "write" and last == "restore" and \
-                    _seq(entry) <= horizon.get(key, -1):
+            elif entry.f == "write" and last == "restore" and _seq(entry) <= horizon.get(key, -1):
                 counts["stale_write"] += 1
     return counts
 
