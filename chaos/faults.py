@@ -19,6 +19,10 @@ Exceptions a fault raises instead of an answer, drawn here in one place::
 
 To the client each one is an unknown outcome (``info``), as a real timeout or dropped
 connection would be; reports tell them from real backend errors by the base class.
+
+Each fault declares its parameters in ``PARAMS``: name, allowed range and meaning. That
+declaration is the only one; building a fault and loading a scenario file both check
+values against it.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import ClassVar, Protocol, TypeVar, runtime_checkable
 
@@ -50,6 +55,7 @@ __all__ = [
     "LostAck",
     "LostAcknowledgement",
     "OutOfOrder",
+    "Param",
     "SkewedClock",
     "Timeout",
     "Unavailable",
@@ -83,6 +89,52 @@ class Unavailable(InjectedFault, ConnectionError):
     """The operation was refused before it reached the backend: nothing was applied."""
 
 
+# -- parameters -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Param:
+    """The numbers one parameter accepts: ``low`` to ``high`` inclusive, whole numbers
+    only if ``integer``. ``meaning`` completes "Give ..." in every error about it, so a
+    scenario file and a direct call are told the same thing."""
+
+    low: float
+    high: float
+    meaning: str
+    integer: bool = False
+
+    def refusal(self, value: object) -> tuple[str, str] | None:
+        """``(problem, fix)`` if ``value`` is refused, else None.
+
+        Returned rather than raised so a caller that knows more (a file and a field)
+        can word the error around it.
+        """
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return "is not a number", f"Give {self.meaning}."
+        finite = isinstance(value, int) or math.isfinite(value)
+        whole = isinstance(value, int) or value.is_integer()
+        if not (finite and self.low <= value <= self.high and (whole or not self.integer)):
+            return "is out of range", f"Give {self.meaning}."
+        return None
+
+    def check(self, owner: str, name: str, value: object) -> float:
+        """``value`` as the fault uses it (an int if ``integer``), or InvalidArgument."""
+        refused = self.refusal(value)
+        if refused is not None:
+            problem, fix = refused
+            raise InvalidArgument(
+                f"{owner}: {name}={value!r} (type {type(value).__name__}) {problem}. {fix}"
+            )
+        assert isinstance(value, int | float)
+        return int(value) if self.integer else float(value)
+
+
+_PROBABILITY = Param(0.0, 1.0, "a probability in [0, 1]")
+_SECONDS = Param(0.0, 60.0, "seconds in [0, 60]")
+_TICKS = Param(1, 10**9, "a whole number of clock ticks in [1, 1e9]", integer=True)
+_CLOCK_START = Param(0, math.inf, "a whole number >= 0", integer=True)
+
+
 # -- clocks -----------------------------------------------------------------------------
 
 
@@ -106,7 +158,7 @@ class LamportClock:
     """A Lamport clock shared by every worker thread of one run."""
 
     def __init__(self, start: int = 0) -> None:
-        self._value = _integer("LamportClock", "start", start, minimum=0)
+        self._value = int(_CLOCK_START.check("LamportClock", "start", start))
         self._lock = threading.Lock()
 
     @property
@@ -132,13 +184,15 @@ class SkewedClock:
     """
 
     fault_name: ClassVar[str] = "skewed_clock"
-    PARAMS: ClassVar[tuple[str, ...]] = ("p", "max_skew")
+    PARAMS: ClassVar[Mapping[str, Param]] = MappingProxyType(
+        {"p": _PROBABILITY, "max_skew": _TICKS}
+    )
 
     def __init__(self, inner: Clock, rng: random.Random, p: float, max_skew: float) -> None:
         self.inner = inner
         self.rng = rng
-        self.p = _probability(self.fault_name, p)
-        self.max_skew = _integer(self.fault_name, "max_skew", max_skew, minimum=1)
+        self.p = _checked(self, "p", p)
+        self.max_skew = int(_checked(self, "max_skew", max_skew))
         self.fired = 0
         self.healed = False
 
@@ -173,7 +227,8 @@ class Fault(ABC):
     """
 
     fault_name: ClassVar[str]
-    PARAMS: ClassVar[tuple[str, ...]]
+    PARAMS: ClassVar[Mapping[str, Param]]
+    """Every parameter the constructor takes after ``inner`` and ``rng``, all required."""
 
     def __init__(self, inner: MemoryBackend, rng: random.Random) -> None:
         self.inner = inner
@@ -227,14 +282,14 @@ class Delay(Fault):
     different workers overlap in time. ``fired`` counts the delays longer than zero."""
 
     fault_name = "delay"
-    PARAMS = ("mean_s", "jitter_s")
+    PARAMS = MappingProxyType({"mean_s": _SECONDS, "jitter_s": _SECONDS})
 
     def __init__(
         self, inner: MemoryBackend, rng: random.Random, mean_s: float, jitter_s: float
     ) -> None:
         super().__init__(inner, rng)
-        self.mean_s = _seconds(self.fault_name, "mean_s", mean_s)
-        self.jitter_s = _seconds(self.fault_name, "jitter_s", jitter_s)
+        self.mean_s = _checked(self, "mean_s", mean_s)
+        self.jitter_s = _checked(self, "jitter_s", jitter_s)
 
     def _deliver(self, op: _Op, call: Callable[[_Op], Ack]) -> Ack:
         if not self.healed:
@@ -259,12 +314,12 @@ class OutOfOrder(Fault):
     """
 
     fault_name = "out_of_order"
-    PARAMS = ("p", "hold_s")
+    PARAMS = MappingProxyType({"p": _PROBABILITY, "hold_s": _SECONDS})
 
     def __init__(self, inner: MemoryBackend, rng: random.Random, p: float, hold_s: float) -> None:
         super().__init__(inner, rng)
-        self.p = _probability(self.fault_name, p)
-        self.hold_s = _seconds(self.fault_name, "hold_s", hold_s)
+        self.p = _checked(self, "p", p)
+        self.hold_s = _checked(self, "hold_s", hold_s)
         self.landed = 0
         self.errors: list[Exception] = []
         self._calls = threading.Lock()
@@ -313,11 +368,11 @@ class LostAck(Fault):
     :class:`LostAcknowledgement` instead of returning the backend's answer."""
 
     fault_name = "lost_ack"
-    PARAMS = ("p",)
+    PARAMS = MappingProxyType({"p": _PROBABILITY})
 
     def __init__(self, inner: MemoryBackend, rng: random.Random, p: float) -> None:
         super().__init__(inner, rng)
-        self.p = _probability(self.fault_name, p)
+        self.p = _checked(self, "p", p)
 
     def _deliver(self, op: _Op, call: Callable[[_Op], Ack]) -> Ack:
         ack = call(op)
@@ -333,11 +388,11 @@ class FailBeforeApply(Fault):
     """With probability ``p``, raises :class:`Unavailable` without reaching the backend."""
 
     fault_name = "fail_before_apply"
-    PARAMS = ("p",)
+    PARAMS = MappingProxyType({"p": _PROBABILITY})
 
     def __init__(self, inner: MemoryBackend, rng: random.Random, p: float) -> None:
         super().__init__(inner, rng)
-        self.p = _probability(self.fault_name, p)
+        self.p = _checked(self, "p", p)
 
     def _deliver(self, op: _Op, call: Callable[[_Op], Ack]) -> Ack:
         if not self._roll(self.p):
@@ -356,11 +411,11 @@ class DuplicateDelivery(Fault):
     """
 
     fault_name = "duplicate_delivery"
-    PARAMS = ("p",)
+    PARAMS = MappingProxyType({"p": _PROBABILITY})
 
     def __init__(self, inner: MemoryBackend, rng: random.Random, p: float) -> None:
         super().__init__(inner, rng)
-        self.p = _probability(self.fault_name, p)
+        self.p = _checked(self, "p", p)
 
     def _deliver(self, op: _Op, call: Callable[[_Op], Ack]) -> Ack:
         if not self._roll(self.p):
@@ -385,12 +440,13 @@ _KINDS: tuple[type[Fault] | type[SkewedClock], ...] = (
 FAULTS: Mapping[str, type[Fault] | type[SkewedClock]] = MappingProxyType(
     {cls.fault_name: cls for cls in _KINDS}
 )
-"""Every fault a ``FaultSpec`` can name, by name."""
+"""Every fault a ``FaultSpec`` can name, by name; each class's ``PARAMS`` says what it
+takes."""
 
 
 def validate_specs(specs: Sequence[FaultSpec]) -> None:
-    """Raise :class:`InvalidArgument` for the first unknown fault, or unknown or missing
-    parameter, so a bad scenario file fails before the run starts."""
+    """Raise :class:`InvalidArgument` for the first unknown fault, unknown or missing
+    parameter, or value out of range, so a bad spec fails before the run starts."""
     for spec in specs:
         _check_spec(spec)
 
@@ -452,44 +508,15 @@ def _check_spec(spec: FaultSpec) -> None:
             f"fault {spec.name!r} needs {', '.join(missing)}; give every one of "
             f"{', '.join(cls.PARAMS)}."
         )
+    for param, allowed in cls.PARAMS.items():
+        allowed.check(spec.name, param, spec.params[param])
+
+
+def _checked(fault: Fault | SkewedClock, param: str, value: object) -> float:
+    return fault.PARAMS[param].check(fault.fault_name, param, value)
 
 
 def _did_you_mean(word: str, choices: Sequence[str] | Mapping[str, object]) -> str:
     close = difflib.get_close_matches(word, list(choices), n=1)
     return f" Did you mean {close[0]!r}?" if close else ""
 
-
-def _number(fault: str, param: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise InvalidArgument(
-            f"{fault}: {param}={value!r} (type {type(value).__name__}) is not a number."
-        )
-    if not math.isfinite(value):
-        raise InvalidArgument(f"{fault}: {param}={value!r} is not finite.")
-    return float(value)
-
-
-def _probability(fault: str, value: object) -> float:
-    p = _number(fault, "p", value)
-    if not 0 <= p <= 1:
-        raise InvalidArgument(
-            f"{fault}: p={value!r} is outside [0, 1]. Pass the chance that the fault "
-            "acts on one operation, e.g. p=0.1."
-        )
-    return p
-
-
-def _seconds(fault: str, param: str, value: object) -> float:
-    seconds = _number(fault, param, value)
-    if seconds < 0:
-        raise InvalidArgument(f"{fault}: {param}={value!r} is negative; pass seconds >= 0.")
-    return seconds
-
-
-def _integer(fault: str, param: str, value: object, *, minimum: int) -> int:
-    number = _number(fault, param, value)
-    if not number.is_integer() or number < minimum:
-        raise InvalidArgument(
-            f"{fault}: {param}={value!r} must be a whole number >= {minimum}."
-        )
-    return int(number)

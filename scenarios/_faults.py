@@ -1,50 +1,21 @@
-"""The faults a scenario may name, with the parameters each takes and their ranges.
+"""Reading a scenario's ``[[faults]]`` tables.
 
-The injectors themselves live in ``chaos.faults``; this table only lets a scenario file
-be checked when it is loaded, before any backend is touched.
+What each fault takes, and which values it accepts, is declared once, by the injectors
+in ``chaos.faults``; this module only points its errors at the file and field, so a
+scenario fails when it is loaded, before any backend is touched.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from types import MappingProxyType
 
+from chaos.faults import FAULTS
 from chaos.plan import FaultSpec
 
 from ._errors import MISSING, ScenarioError, did_you_mean
 
-__all__ = ["FAULTS", "fault_spec"]
-
-
-@dataclass(frozen=True, slots=True)
-class _Range:
-    low: float
-    high: float
-    meaning: str
-    integer: bool = False
-
-
-_PROBABILITY = _Range(0.0, 1.0, "a probability in [0, 1]")
-_SECONDS = _Range(0.0, 60.0, "seconds in [0, 60]")
-
-#: Fault name -> parameter name -> allowed range. Every parameter is required.
-FAULTS: Mapping[str, Mapping[str, _Range]] = MappingProxyType(
-    {
-        "delay": {"mean_s": _SECONDS, "jitter_s": _SECONDS},
-        "out_of_order": {"p": _PROBABILITY, "hold_s": _SECONDS},
-        "lost_ack": {"p": _PROBABILITY},
-        "fail_before_apply": {"p": _PROBABILITY},
-        "duplicate_delivery": {"p": _PROBABILITY},
-        "skewed_clock": {
-            "p": _PROBABILITY,
-            "max_skew": _Range(1, 10**9, "a whole number of clock ticks in [1, 1e9]",
-                               integer=True),
-        },
-    }
-)
+__all__ = ["fault_spec"]
 
 
 def fault_spec(path: Path, where: str, table: object) -> FaultSpec:
@@ -66,36 +37,26 @@ def fault_spec(path: Path, where: str, table: object) -> FaultSpec:
             path, f"{where}.name", name, "is not a fault",
             f"{hint}Faults: {', '.join(FAULTS)}.",
         )
-    ranges = FAULTS[name]
+    accepted = FAULTS[name].PARAMS
     params: dict[str, float] = {}
     for key, value in table.items():
         if key == "name":
             continue
         field = f"{where}.{key}"
-        if key not in ranges:
+        if key not in accepted:
             raise ScenarioError(
                 path, field, value, f"is not a parameter of the {name} fault",
-                f"{did_you_mean(key, ranges)}{name} takes {_listing(ranges)}.",
+                f"{did_you_mean(key, accepted)}{name} takes {_listing(accepted)}.",
             )
-        allowed = ranges[key]
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise ScenarioError(
-                path, field, value, "is not a number", f"Give {allowed.meaning}.",
-            )
-        if not (
-            math.isfinite(value)
-            and allowed.low <= value <= allowed.high
-            and (not allowed.integer or float(value).is_integer())
-        ):
-            raise ScenarioError(
-                path, field, value, "is out of range", f"Give {allowed.meaning}.",
-            )
+        refused = accepted[key].refusal(value)
+        if refused is not None:
+            raise ScenarioError(path, field, value, *refused)
         params[key] = float(value)
-    for key in ranges:
+    for key in accepted:
         if key not in params:
             raise ScenarioError(
                 path, f"{where}.{key}", MISSING, "is missing",
-                f"The {name} fault takes {_listing(ranges)}; give each of them.",
+                f"The {name} fault takes {_listing(accepted)}; give each of them.",
             )
     return FaultSpec(name=name, params=params)
 

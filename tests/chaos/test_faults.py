@@ -3,6 +3,7 @@ scripted randomness so every outcome is fixed."""
 
 from __future__ import annotations
 
+import inspect
 import random
 import threading
 import time
@@ -21,6 +22,7 @@ from chaos.faults import (
     LostAck,
     LostAcknowledgement,
     OutOfOrder,
+    Param,
     SkewedClock,
     Timeout,
     Unavailable,
@@ -339,22 +341,73 @@ def test_a_missing_parameter_is_named():
     assert str(caught.value) == "fault 'out_of_order' needs hold_s; give every one of p, hold_s."
 
 
-@pytest.mark.parametrize(("spec", "message"), [
+BAD_VALUES = [
     (FaultSpec("lost_ack", {"p": 1.5}),
-     "lost_ack: p=1.5 is outside [0, 1]. Pass the chance that the fault acts on one "
-     "operation, e.g. p=0.1."),
+     "lost_ack: p=1.5 (type float) is out of range. Give a probability in [0, 1]."),
     (FaultSpec("lost_ack", {"p": True}),
-     "lost_ack: p=True (type bool) is not a number."),
+     "lost_ack: p=True (type bool) is not a number. Give a probability in [0, 1]."),
     (FaultSpec("delay", {"mean_s": -1, "jitter_s": 0}),
-     "delay: mean_s=-1 is negative; pass seconds >= 0."),
+     "delay: mean_s=-1 (type int) is out of range. Give seconds in [0, 60]."),
+    (FaultSpec("delay", {"mean_s": 0, "jitter_s": 60.5}),
+     "delay: jitter_s=60.5 (type float) is out of range. Give seconds in [0, 60]."),
     (FaultSpec("out_of_order", {"p": 0.1, "hold_s": float("nan")}),
-     "out_of_order: hold_s=nan is not finite."),
+     "out_of_order: hold_s=nan (type float) is out of range. Give seconds in [0, 60]."),
     (FaultSpec("skewed_clock", {"p": 0.1, "max_skew": 0.5}),
-     "skewed_clock: max_skew=0.5 must be a whole number >= 1."),
-])
-def test_bad_parameter_values_are_refused_when_built(inner, spec, message):
+     "skewed_clock: max_skew=0.5 (type float) is out of range. Give a whole number of "
+     "clock ticks in [1, 1e9]."),
+    (FaultSpec("skewed_clock", {"p": 0.1, "max_skew": 10**9 + 1}),
+     "skewed_clock: max_skew=1000000001 (type int) is out of range. Give a whole number "
+     "of clock ticks in [1, 1e9]."),
+]
+
+
+@pytest.mark.parametrize(("spec", "message"), BAD_VALUES)
+def test_bad_parameter_values_are_refused_before_anything_is_built(spec, message):
     with pytest.raises(InvalidArgument) as caught:
-        build_faults(inner, [spec], random.Random(0))
-        build_clock(LamportClock(), [spec], random.Random(0))
+        validate_specs([FaultSpec("lost_ack", {"p": 0.1}), spec])
     assert str(caught.value) == message
     assert isinstance(caught.value, TypeError)
+
+
+@pytest.mark.parametrize(("spec", "message"), BAD_VALUES)
+def test_bad_parameter_values_are_refused_by_the_constructors_too(inner, spec, message):
+    cls = FAULTS[spec.name]
+    wrapped = LamportClock() if cls is SkewedClock else inner
+    with pytest.raises(InvalidArgument) as caught:
+        cls(wrapped, random.Random(0), **spec.params)  # type: ignore[arg-type]
+    assert str(caught.value) == message
+
+
+def test_a_lamport_clock_must_start_at_a_whole_number():
+    with pytest.raises(InvalidArgument) as caught:
+        LamportClock(start=-1)
+    assert str(caught.value) == (
+        "LamportClock: start=-1 (type int) is out of range. Give a whole number >= 0."
+    )
+    assert LamportClock(start=10**30).next() == 10**30 + 1
+
+
+@pytest.mark.parametrize("name", sorted(FAULTS))
+def test_each_fault_takes_exactly_its_declared_parameters_at_both_ends_of_their_range(
+    inner, name
+):
+    cls = FAULTS[name]
+    keywords = list(inspect.signature(cls).parameters)
+    assert keywords[:2] == ["inner", "rng"] and keywords[2:] == list(cls.PARAMS)
+    wrapped = LamportClock() if cls is SkewedClock else inner
+    for end in ("low", "high"):
+        params = {param: getattr(allowed, end) for param, allowed in cls.PARAMS.items()}
+        fault = cls(wrapped, random.Random(0), **params)  # type: ignore[arg-type]
+        fault.heal()
+        assert {param: getattr(fault, param) for param in params} == params
+
+
+def test_a_param_refuses_with_a_reason_and_a_fix_and_checks_to_the_type_it_declares():
+    ticks = Param(1, 10, "a whole number in [1, 10]", integer=True)
+    assert ticks.refusal(3) is None and ticks.refusal(3.0) is None
+    assert ticks.refusal("3") == ("is not a number", "Give a whole number in [1, 10].")
+    for bad in (0, 11, 2.5, float("inf")):
+        assert ticks.refusal(bad) == ("is out of range", "Give a whole number in [1, 10].")
+    assert (ticks.check("f", "n", 3.0), type(ticks.check("f", "n", 3.0))) == (3, int)
+    share = Param(0, 1, "a share in [0, 1]")
+    assert (share.check("f", "s", 1), type(share.check("f", "s", 1))) == (1.0, float)

@@ -7,14 +7,14 @@ import sys
 import types
 from pathlib import Path
 
+from chaos.faults import FAULTS
 from scenarios import COVERAGE, list_scenarios, load_scenario
-from scenarios._faults import FAULTS
 
 DOC = (Path(__file__).parents[2] / "docs" / "scenarios.md").read_text(encoding="utf-8")
 
 
 def test_every_field_fault_condition_and_parameter_is_documented():
-    names = [*COVERAGE, *FAULTS, *(p for params in FAULTS.values() for p in params),
+    names = [*COVERAGE, *FAULTS, *(p for cls in FAULTS.values() for p in cls.PARAMS),
              "description", "generator", "params", "faults", "requires", "budget_s",
              "scenarios[].name", "scenarios[].share", "scenarios[].scale"]
     for scenario in map(load_scenario, list_scenarios()):

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from chaos.faults import FAULTS, validate_specs
+from chaos.plan import FaultSpec
 from invariants.errors import InvalidArgument, InvalidInput
 from scenarios import ScenarioError, load_scenario, load_suite
 
@@ -171,6 +173,26 @@ def test_fault_errors(tmp_path):
         f"{path}: faults[0].name is missing. Name the fault: one of delay, out_of_order, "
         "lost_ack, fail_before_apply, duplicate_delivery, skewed_clock."
     )
+
+
+@pytest.mark.parametrize("name", list(FAULTS))
+def test_a_fault_table_takes_what_the_injector_takes(tmp_path, name):
+    accepted = FAULTS[name].PARAMS
+    for end in ("low", "high"):
+        values = {param: getattr(allowed, end) for param, allowed in accepted.items()}
+        lines = "".join(f"{param} = {value!r}\n" for param, value in values.items())
+        path = scenario_file(tmp_path, f'{GOOD}[[faults]]\nname = "{name}"\n{lines}')
+        (spec,) = load_scenario(path).faults
+        assert spec == FaultSpec(name, values)
+        validate_specs([spec])
+    for param, allowed in accepted.items():
+        values = {other: other_allowed.low for other, other_allowed in accepted.items()}
+        values[param] = allowed.high * 2
+        lines = "".join(f"{key} = {value!r}\n" for key, value in values.items())
+        path = scenario_file(tmp_path, f'{GOOD}[[faults]]\nname = "{name}"\n{lines}')
+        error = load_error(path)
+        assert (error.field, error.problem, error.fix) == (
+            f"faults[0].{param}", "is out of range", f"Give {allowed.meaning}.")
 
 
 def test_unknown_coverage_condition(tmp_path):

@@ -242,14 +242,6 @@ def test_out_of_order_causal_crosses_digit_boundaries_on_one_key_under_any_sched
     assert inversions > 50
 
 
-def test_fault_table_matches_the_injectors():
-    from chaos.faults import FAULTS as INJECTORS
-    from scenarios._faults import FAULTS
-
-    assert {name: tuple(params) for name, params in FAULTS.items()} == {
-        name: cls.PARAMS for name, cls in INJECTORS.items()}
-
-
 def test_every_condition_chaos_measures_can_be_required():
     from chaos.coverage import CONDITION_INVARIANT
     from scenarios import COVERAGE
