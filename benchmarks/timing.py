@@ -32,5 +32,15 @@ def best(samples: list[Sample]) -> Sample:
     return by_rate[len(by_rate) // 2]
 
 
+def paired_ratio(samples: list[Sample], baselines: list[Sample]) -> float:
+    """The median over rounds of a run's throughput over its baseline's in that round.
+
+    Pairing by round cancels what the host did during the round (another process's
+    fsyncs, a throttled CPU); dividing two medians picked from different rounds does not.
+    """
+    return median([sample.ops_per_second / baseline.ops_per_second
+                   for sample, baseline in zip(samples, baselines, strict=True)])
+
+
 def median(values: list[float]) -> float:
     return statistics.median(values)

@@ -4,27 +4,57 @@ SQLite and PostgreSQL differ in how they take write locks, so this module is the
 place that knows: SQLite write transactions start with ``BEGIN IMMEDIATE`` (taking the
 database write lock up front, so two writers never deadlock upgrading a read lock),
 and PostgreSQL relies on row locks taken by the write path itself.
+
+The write path runs its prepared statements on the driver's cursor inside a
+:class:`DriverTransaction`, on a connection a store handle keeps (:class:`Connections`);
+everything else goes through SQLAlchemy ``Connection`` objects as usual.
 """
 
 from __future__ import annotations
 
 import os
 import tempfile
+import threading
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from types import TracebackType
+from typing import Any, cast
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
-from sqlalchemy.pool import StaticPool
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.pool import PoolProxiedConnection, StaticPool
 
 from invariants.errors import InvalidArgument
 
 from .config import DB_URL_ENV, StoreConfig, env_db_url
+from .statements import Prepared
 
-__all__ = ["IMMEDIATE", "default_db_url", "is_memory_url", "make_engine", "normalize_url"]
+__all__ = [
+    "IMMEDIATE",
+    "Connections",
+    "DriverTransaction",
+    "begin_sql",
+    "default_db_url",
+    "is_memory_url",
+    "make_engine",
+    "normalize_url",
+]
 
 IMMEDIATE = "memcert_immediate"
 """Execution option that makes a SQLite transaction take the write lock at BEGIN."""
+
+
+def begin_sql(dialect_name: str, *, write: bool) -> str | None:
+    """The statement that opens a transaction, or None where the driver opens one itself.
+
+    psycopg starts a transaction at the first statement, at the isolation level the
+    engine set; Python's sqlite3 is told not to (see ``_on_connect``), so the store
+    says when and how.
+    """
+    if dialect_name != "sqlite":
+        return None
+    return "BEGIN IMMEDIATE" if write else "BEGIN"
 
 
 def normalize_url(target: str) -> URL:
@@ -103,6 +133,176 @@ def _sqlite_engine(url: URL, config: StoreConfig) -> Engine:
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Any) -> None:
         immediate = conn.get_execution_options().get(IMMEDIATE, False)
-        conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+        conn.exec_driver_sql(begin_sql("sqlite", write=immediate))
 
     return engine
+
+
+class Connections:
+    """Where a store handle's driver transactions get their connection.
+
+    A pool checkout costs about as much as a whole SQLite write, so the handle keeps
+    one connection checked out for whichever thread is using it. A thread that finds it
+    busy checks one out of the pool instead of waiting, so a handle shared by threads
+    stays safe and concurrent. A connection found broken is invalidated, and the pool
+    replaces it (pre-pinging on PostgreSQL) at the next checkout.
+    """
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self._kept: PoolProxiedConnection | None = None
+        self._lock = threading.Lock()
+
+    def acquire(self) -> PoolProxiedConnection:
+        if not self._lock.acquire(blocking=False):
+            return self.engine.raw_connection()
+        try:
+            if self._kept is None:
+                self._kept = self.engine.raw_connection()
+        except BaseException:
+            self._lock.release()
+            raise
+        return self._kept
+
+    def release(self, connection: PoolProxiedConnection) -> None:
+        if connection is not self._kept:
+            if connection.is_valid:
+                connection.close()
+            return
+        if not connection.is_valid:
+            self._kept = None
+        self._lock.release()
+
+    def close(self) -> None:
+        with self._lock:
+            if self._kept is not None:
+                self._kept.close()
+                self._kept = None
+
+
+class DriverTransaction:
+    """One transaction running prepared statements straight on the driver's cursor.
+
+    Use it as a context manager: it commits when the block ends and rolls back when the
+    block raises. A write transaction holds the database write lock on SQLite from its
+    start; on PostgreSQL the statements themselves take row locks. ``serial``, when
+    given, is held for the whole transaction (a private in-memory database has a single
+    connection).
+
+    Driver errors are raised as SQLAlchemy's, as ``Connection.execute`` would raise
+    them, so retries and callers see one set of exceptions whichever way a statement
+    ran. A connection found dead by the first statement (the server restarted, or
+    dropped it while it sat idle) is replaced and the statement sent again, which is
+    what the pool's pre-ping does at checkout: nothing of the transaction has happened.
+    """
+
+    __slots__ = ("_begin", "_broken", "_connection", "_connections", "_cursor",
+                 "_dbapi_error", "_dialect", "_driver", "_fresh", "_serial")
+
+    def __init__(self, connections: Connections, *, write: bool,
+                 serial: threading.RLock | None = None) -> None:
+        self._connections = connections
+        self._dialect = connections.engine.dialect
+        self._begin = begin_sql(self._dialect.name, write=write)
+        self._serial = serial
+        self._dbapi_error: type[Exception] = self._dialect.loaded_dbapi.Error
+        self._broken = False
+
+    def __enter__(self) -> DriverTransaction:
+        if self._serial is not None:
+            self._serial.acquire()
+        try:
+            self._open()
+        except BaseException:
+            if self._serial is not None:
+                self._serial.release()
+            raise
+        if self._begin is not None:
+            try:
+                self._execute(self._begin, ())
+            except BaseException as error:
+                self.__exit__(type(error), error, error.__traceback__)
+                raise
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 traceback: TracebackType | None) -> None:
+        try:
+            if exc_type is not None:
+                self._rollback()
+            else:
+                try:
+                    self._driver.commit()
+                except self._dbapi_error as error:
+                    self._rollback()
+                    raise self._wrap(error, "COMMIT", None) from error
+        finally:
+            self._close()
+            if self._serial is not None:
+                self._serial.release()
+
+    def run(self, statement: Prepared, params: dict[str, Any]) -> None:
+        self._execute(statement.sql, statement.parameters(params))
+
+    def first(self, statement: Prepared, params: dict[str, Any]) -> tuple[Any, ...] | None:
+        self._execute(statement.sql, statement.parameters(params))
+        row: tuple[Any, ...] | None = self._cursor.fetchone()
+        return row
+
+    def one(self, statement: Prepared, params: dict[str, Any]) -> tuple[Any, ...]:
+        row = self.first(statement, params)
+        assert row is not None, statement.sql
+        return row
+
+    def all(self, statement: Prepared, params: dict[str, Any]) -> Sequence[tuple[Any, ...]]:
+        self._execute(statement.sql, statement.parameters(params))
+        return self._cursor.fetchall()
+
+    def _open(self) -> None:
+        self._connection = self._connections.acquire()
+        self._driver: Any = self._connection.driver_connection
+        self._cursor = self._connection.cursor()
+        self._fresh = True
+
+    def _close(self) -> None:
+        try:
+            self._cursor.close()
+        finally:
+            if self._broken:
+                self._connection.invalidate()
+            self._connections.release(self._connection)
+
+    def _reconnect(self) -> None:
+        self._broken = True
+        self._close()
+        self._broken = False
+        self._open()
+
+    def _execute(self, sql: str, params: Sequence[Any] | dict[str, Any]) -> None:
+        try:
+            self._cursor.execute(sql, params)
+        except self._dbapi_error as error:
+            if not self._fresh or not self._disconnected(error):
+                raise self._wrap(error, sql, params) from error
+            self._reconnect()
+            self._fresh = False  # a second dead connection in a row is an error, not a loop
+            self._execute(sql, params)
+        self._fresh = False
+
+    def _rollback(self) -> None:
+        """Undo, on a connection that may be broken: then it is discarded, not reused."""
+        try:
+            self._driver.rollback()
+        except self._dbapi_error:
+            self._broken = True
+
+    def _disconnected(self, error: Exception) -> bool:
+        return self._dialect.is_disconnect(cast(Any, error), self._connection.dbapi_connection,
+                                           self._cursor)
+
+    def _wrap(self, error: Exception, sql: str, params: Any) -> Exception:
+        self._broken = self._broken or self._disconnected(error)
+        wrapped = DBAPIError.instance(sql, params, error, self._dbapi_error,
+                                      dialect=self._dialect, connection_invalidated=self._broken)
+        assert isinstance(wrapped, Exception)
+        return wrapped

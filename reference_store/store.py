@@ -19,25 +19,35 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, TextIO, TypeVar
+from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
-from sqlalchemy import Connection, Engine, Row, delete, func, select, text
+from sqlalchemy import Connection, Engine, delete, func, select, text
 from sqlalchemy.engine import URL
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 
 from invariants.backend import Ack, Delete, Record, Restore, Write
-from invariants.errors import InvalidArgument
+from invariants.errors import InvalidArgument, InvalidInput
 
 from . import lifecycle, retrieval, transfer
 from . import statements as sql
 from .config import StoreConfig
-from .engine import IMMEDIATE, is_memory_url, make_engine, normalize_url
+from .engine import (
+    IMMEDIATE,
+    Connections,
+    DriverTransaction,
+    is_memory_url,
+    make_engine,
+    normalize_url,
+)
 from .normalize import Embedder, Normalizer, load_lexicon
 from .retrieval import Hit
 from .schema import entities, memories, metadata, operations, tombstones
 from .transfer import ImportReport
 from .trust import place
 from .validation import check_memory_type, check_op, check_strength, check_text
+
+if TYPE_CHECKING:
+    from .metrics import StoreMetrics
 
 __all__ = ["ReferenceStore", "WriteOptions"]
 
@@ -71,8 +81,10 @@ class ReferenceStore:
         embedder: Embedder | None = None,
         clock: Callable[[], float] = time.time,
         engine: Engine | None = None,
+        metrics: StoreMetrics | None = None,
     ) -> None:
         self.config = config or StoreConfig()
+        self.metrics = metrics
         self.url = url if isinstance(url, URL) else normalize_url(os.fspath(url))
         if self.config.level == "semantic" and embedder is None:
             raise InvalidArgument(
@@ -92,7 +104,11 @@ class ReferenceStore:
         self._dialect = self.engine.dialect.name
         self._serial = threading.RLock() if is_memory_url(self.url) else None
         self._jitter = random.Random()
+        self._connections = Connections(self.engine)
         self._create_schema()
+        # Compiled after the first connection, which tells the dialect what the server
+        # supports (RETURNING, casts).
+        self._sql = sql.prepare_all(self.engine.dialect)
 
     # -- the contract ---------------------------------------------------------------
 
@@ -102,11 +118,12 @@ class ReferenceStore:
 
     def remember(self, op: Write, options: WriteOptions = WriteOptions()) -> Ack:
         """Write with the agent-facing extras: memory type, tags, score and half-life."""
-        check_op(op, max_value_bytes=self.config.max_value_bytes)
-        check_memory_type(options.memory_type)
-        for tag in options.tags:
-            check_text("tags", tag, max_bytes=256)
-        check_strength(options.score, options.half_life_seconds)
+        with self._counting_invalid("write"):
+            check_op(op, max_value_bytes=self.config.max_value_bytes)
+            check_memory_type(options.memory_type)
+            for tag in options.tags:
+                check_text("tags", tag, max_bytes=256)
+            check_strength(options.score, options.half_life_seconds)
         attr_key = self.normalizer.attribute_key(op.attribute)
         value_key = self.normalizer.value_key(op.value)
         placed = place(op.source, op.value, options.memory_type, options.score)
@@ -125,30 +142,35 @@ class ReferenceStore:
             "trust": placed.trust,
             "memory_type": placed.memory_type,
             "instruction_like": placed.instruction_like,
-            "tags": json.dumps(sorted(set(options.tags)), ensure_ascii=False),
+            "tags": json.dumps(sorted(set(options.tags)), ensure_ascii=False)
+                    if options.tags else "[]",
             "score": placed.score,
             "half_life_seconds": half_life,
             "access_count": 0,
             "status": "active",
         }
-        return self._run_op(op, "write", lambda conn, state: self._write_tx(conn, op, row, state))
+        return self._run_op(op, "write",
+                            lambda tx, state, now: self._write_tx(tx, op, row, state, now))
 
     def delete(self, op: Delete) -> Ack:
-        check_op(op, max_value_bytes=self.config.max_value_bytes)
-        return self._run_op(op, "delete", lambda conn, state: self._delete_tx(conn, op, state))
+        with self._counting_invalid("delete"):
+            check_op(op, max_value_bytes=self.config.max_value_bytes)
+        return self._run_op(op, "delete",
+                            lambda tx, state, now: self._delete_tx(tx, op, state, now))
 
     def restore(self, op: Restore) -> Ack:
-        check_op(op, max_value_bytes=self.config.max_value_bytes)
+        with self._counting_invalid("restore"):
+            check_op(op, max_value_bytes=self.config.max_value_bytes)
         return self._run_op(op, "restore",
-                            lambda conn, state: self._restore_tx(conn, op, state))
+                            lambda tx, state, now: self._restore_tx(tx, op, state, now))
 
     def read(self, namespace: str, entity_id: str) -> list[Record]:
         """Active records of one entity, oldest cause first."""
-        with self._connect() as conn:
-            rows = conn.execute(sql.READ_ACTIVE,
-                                {"p_namespace": namespace, "p_entity_id": entity_id}).all()
-        return [Record(r.entity_id, r.attribute, r.value, int(r.causal_seq), int(r.version))
-                for r in rows]
+        with self._driver(write=False) as tx:
+            rows = tx.all(self._sql.read_active,
+                          {"p_namespace": namespace, "p_entity_id": entity_id})
+        return [Record(entity, attribute, value, int(causal_seq), int(version))
+                for entity, attribute, value, causal_seq, version in rows]
 
     # -- the agent-facing API ---------------------------------------------------------
 
@@ -188,6 +210,7 @@ class ReferenceStore:
                 conn.execute(delete(table))
 
     def close(self) -> None:
+        self._connections.close()
         if self._owns_engine:
             self.engine.dispose()
 
@@ -200,91 +223,115 @@ class ReferenceStore:
     # -- transactions ---------------------------------------------------------------
 
     def _run_op(self, op: Write | Delete | Restore, kind: str,
-                body: Callable[[Connection, Row[Any]], Ack]) -> Ack:
-        lock = sql.lock_entity(self._dialect)
+                body: Callable[[DriverTransaction, tuple[Any, ...], float], Ack]) -> Ack:
         key = {"namespace": op.namespace, "entity_id": op.entity_id}
 
         def attempt() -> Ack:
-            with self._transaction() as conn:
-                ack = body(conn, conn.execute(lock, key).one())
+            with self._driver(write=True) as tx:
+                state = tx.one(self._sql.lock_entity, key)
+                now = self._clock()
+                ack = body(tx, state, now)
                 try:
-                    conn.execute(sql.INSERT_OPERATION, {
+                    tx.run(self._sql.insert_operation, {
                         **key, "op_id": op.op_id, "kind": kind, "applied": ack.applied,
-                        "version": ack.version, "reason": ack.reason,
-                        "created_at": self._clock()})
+                        "version": ack.version, "reason": ack.reason, "created_at": now})
                 except IntegrityError as error:
                     raise _Replayed from error
                 return ack
 
         try:
-            return self._retrying(attempt)
+            ack = self._retrying(attempt)
         except _Replayed:
             return self._first_outcome(op.namespace, op.op_id)
+        if self.metrics is not None:
+            self.metrics.acknowledged(kind, ack)
+        return ack
+
+    @contextmanager
+    def _counting_invalid(self, kind: str) -> Iterator[None]:
+        """Count input refused before any transaction, then let the error through."""
+        try:
+            yield
+        except InvalidInput:
+            if self.metrics is not None:
+                self.metrics.invalid(kind)
+            raise
 
     def _first_outcome(self, namespace: str, op_id: str) -> Ack:
-        with self._connect() as conn:
-            row = conn.execute(sql.FIRST_OUTCOME,
-                               {"p_namespace": namespace, "p_op_id": op_id}).one()
-        return Ack(bool(row.applied), None if row.version is None else int(row.version),
-                   row.reason)
+        with self._driver(write=False) as tx:
+            applied, version, reason = tx.one(self._sql.first_outcome,
+                                              {"p_namespace": namespace, "p_op_id": op_id})
+        return Ack(bool(applied), None if version is None else int(version), reason)
 
-    def _write_tx(self, conn: Connection, op: Write, row: dict[str, Any], state: Row[Any]) -> Ack:
-        version = int(state.next_version)
-        if state.deleted:
+    # Each body gets the entity row as the lock returned it: (next_version, deleted,
+    # delete_seq, restore_seq), and the clock read once under that lock.
+
+    def _write_tx(self, tx: DriverTransaction, op: Write, row: dict[str, Any],
+                  state: tuple[Any, ...], now: float) -> Ack:
+        next_version, deleted, delete_seq, _ = state
+        version = int(next_version)
+        if deleted:
             return Ack(False, reason="tombstoned")
-        if state.delete_seq is not None and op.causal_seq <= state.delete_seq:
+        if delete_seq is not None and op.causal_seq <= delete_seq:
             return Ack(False, reason="predates_delete")
-        current = conn.execute(sql.CURRENT_RECORD, {
+        current = tx.first(self._sql.current_record, {
             "p_namespace": op.namespace, "p_entity_id": op.entity_id,
-            "p_attr_key": row["attr_key"]}).one_or_none()
-        now = self._clock()
+            "p_attr_key": row["attr_key"]})
         if current is not None:
-            if op.causal_seq < current.causal_seq:
-                return Ack(False, version=int(current.version), reason="stale")
-            if current.value_key == row["value_key"] or (
+            current_id, current_value, current_key, current_seq, current_version = current
+            if op.causal_seq < current_seq:
+                return Ack(False, version=int(current_version), reason="stale")
+            if current_key == row["value_key"] or (
                 self.normalizer.level == "semantic"
-                and self.normalizer.same_fact(current.value, op.value)
+                and self.normalizer.same_fact(current_value, op.value)
             ):
-                conn.execute(sql.MERGE, {"p_id": current.id, "p_causal_seq": op.causal_seq,
+                tx.run(self._sql.merge, {"p_id": current_id, "p_causal_seq": op.causal_seq,
                                          "p_now": now})
-                return Ack(True, version=int(current.version), reason="merged")
-            conn.execute(sql.SUPERSEDE, {"p_id": current.id, "p_version": version, "p_now": now})
-        conn.execute(sql.INSERT_MEMORY, {**row, "version": version, "created_at": now,
+                return Ack(True, version=int(current_version), reason="merged")
+            tx.run(self._sql.supersede, {"p_id": current_id, "p_version": version,
+                                         "p_now": now})
+        tx.run(self._sql.insert_memory, {**row, "version": version, "created_at": now,
                                          "updated_at": now, "last_accessed_at": None,
                                          "superseded_by": None})
         return Ack(True, version=version)
 
-    def _delete_tx(self, conn: Connection, op: Delete, state: Row[Any]) -> Ack:
-        version = int(state.next_version)
-        if state.restore_seq is not None and op.causal_seq < state.restore_seq:
+    def _delete_tx(self, tx: DriverTransaction, op: Delete, state: tuple[Any, ...],
+                   now: float) -> Ack:
+        next_version, deleted, delete_seq, restore_seq = state
+        version = int(next_version)
+        if restore_seq is not None and op.causal_seq < restore_seq:
             return Ack(False, reason="stale")
         key = {"p_namespace": op.namespace, "p_entity_id": op.entity_id}
-        horizon = op.causal_seq if state.delete_seq is None else max(state.delete_seq,
-                                                                     op.causal_seq)
-        conn.execute(sql.MARK_DELETED, {**key, "p_delete_seq": horizon})
-        now = self._clock()
-        conn.execute(sql.INSERT_TOMBSTONE, {
+        horizon = op.causal_seq if delete_seq is None else max(delete_seq, op.causal_seq)
+        tx.run(self._sql.mark_deleted, {**key, "p_delete_seq": horizon})
+        tx.run(self._sql.insert_tombstone, {
             "namespace": op.namespace, "entity_id": op.entity_id, "version": version,
             "causal_seq": op.causal_seq, "op_id": op.op_id, "reason": op.reason,
             "created_at": now, "restored_at": None, "restore_seq": None,
             "restore_op_id": None})
-        conn.execute(sql.DELETE_ACTIVE, {**key, "p_version": version, "p_now": now})
-        return Ack(True, version=version, reason="already_deleted" if state.deleted else None)
+        tx.run(self._sql.delete_active, {**key, "p_version": version, "p_now": now})
+        return Ack(True, version=version, reason="already_deleted" if deleted else None)
 
-    def _restore_tx(self, conn: Connection, op: Restore, state: Row[Any]) -> Ack:
-        version = int(state.next_version)
-        if not state.deleted:
+    def _restore_tx(self, tx: DriverTransaction, op: Restore, state: tuple[Any, ...],
+                    now: float) -> Ack:
+        next_version, deleted, delete_seq, _ = state
+        version = int(next_version)
+        if not deleted:
             return Ack(False, reason="not_deleted")
-        if op.causal_seq < state.delete_seq:
+        if op.causal_seq < delete_seq:
             return Ack(False, reason="stale")
         key = {"p_namespace": op.namespace, "p_entity_id": op.entity_id}
-        conn.execute(sql.MARK_RESTORED, {**key, "p_restore_seq": op.causal_seq})
-        conn.execute(sql.CLOSE_TOMBSTONES, {**key, "p_now": self._clock(),
+        tx.run(self._sql.mark_restored, {**key, "p_restore_seq": op.causal_seq})
+        tx.run(self._sql.close_tombstones, {**key, "p_now": now,
                                             "p_restore_seq": op.causal_seq,
                                             "p_op_id": op.op_id})
         return Ack(True, version=version)
 
     # -- plumbing -------------------------------------------------------------------
+
+    def _driver(self, *, write: bool) -> DriverTransaction:
+        """A transaction for the prepared statements in ``self._sql``."""
+        return DriverTransaction(self._connections, write=write, serial=self._serial)
 
     @contextmanager
     def _transaction(self) -> Iterator[Connection]:
@@ -316,6 +363,8 @@ class ReferenceStore:
             except DBAPIError as error:
                 if tries == self.config.max_retries or not _transient(error):
                     raise
+                if self.metrics is not None:
+                    self.metrics.retried()
                 time.sleep(min(0.1, 0.002 * 2**tries) * self._jitter.random())
         raise AssertionError("unreachable")
 
