@@ -1,5 +1,6 @@
 # memcert developer and CI entry points.
-#   make test      lint, then the whole suite under xdist against a throwaway PostgreSQL
+#   make test      lint, then the whole suite under xdist against a throwaway PostgreSQL,
+#                  Prometheus and Pushgateway
 #   make lint      ruff on everything, mypy --strict on invariants/ and reference_store/
 #   make certify   memcert certify (CERTIFY_ARGS=... passes options)
 #   make bench     the benchmark (BENCH_ARGS=... passes options)
@@ -32,14 +33,15 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	touch $@
 
 lint: $(STAMP)
-	$(BIN)/ruff check . scripts/throwaway-pg
+	$(BIN)/ruff check . scripts/throwaway-pg scripts/throwaway-prometheus
 	$(BIN)/mypy
 
-# MEMCERT_REQUIRE_PG=1 turns a missing server into a failure instead of a skip.
-# throwaway-pg stops the server whatever pytest does, and exits with pytest's
-# status, so "no tests collected" (5) fails the target like any other failure.
+# MEMCERT_REQUIRE_PG=1 turns a missing server or tool into a failure instead of a
+# skip. Each throwaway script stops its servers whatever pytest does, and exits with
+# pytest's status, so "no tests collected" (5) fails the target like any other failure.
 test: lint
-	MEMCERT_REQUIRE_PG=1 $(BIN)/python scripts/throwaway-pg run -- \
+	MEMCERT_REQUIRE_PG=1 $(BIN)/python scripts/throwaway-prometheus run -- \
+		$(BIN)/python scripts/throwaway-pg run -- \
 		$(BIN)/python -m pytest -n auto $(PYTEST_ARGS)
 
 certify: $(STAMP)

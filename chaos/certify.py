@@ -13,8 +13,10 @@ import random
 import shlex
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from invariants.backend import BackendFactory
 from invariants.checkers import CheckerSuite, check_history
@@ -26,6 +28,9 @@ from .factory import REFERENCE, load_factory, probe
 from .faults import LamportClock
 from .report import Report, ScenarioSummary, build_report
 from .runner import run_plan
+
+if TYPE_CHECKING:
+    from .metrics import Exporter, MetricsOptions
 
 __all__ = ["CertifyOptions", "Progress", "certify", "replay"]
 
@@ -77,9 +82,13 @@ class Progress:
 
 
 def certify(factory: BackendFactory | str | None = None, options: CertifyOptions | None = None,
-            *, progress: Progress | None = None) -> Report:
+            *, progress: Progress | None = None, metrics: MetricsOptions | None = None) -> Report:
     """Certify a backend: ``factory`` is a callable, a ``package.module:callable`` spec, or
-    None for the reference store on an embedded SQLite file."""
+    None for the reference store on an embedded SQLite file.
+
+    ``metrics`` serves the run's live metrics while it records, and pushes them once the
+    verdict is in; they observe the run and never feed back into it.
+    """
     from scenarios import load_suite
 
     options = options or CertifyOptions()
@@ -109,35 +118,53 @@ def certify(factory: BackendFactory | str | None = None, options: CertifyOptions
     options.out.mkdir(parents=True, exist_ok=True)
     history_path = options.out / "history.jsonl"
     online = CheckerSuite(level=options.level)
+    exporter = None
+    if metrics is not None:
+        from .metrics import Exporter
+
+        exporter = Exporter.start(metrics, backend=spec, suite=options.suite,
+                                  level=options.level, seed=seed,
+                                  violations=online.violation_counts)
+    observers = [online.observe] if exporter is None else [online.observe, exporter.observe]
     progress.start(sum(p.size for _, _, p in plans), options.budget_s)
     summaries: list[ScenarioSummary] = []
     restore_supported = True
-    with HistoryRecorder(history_path, keep=False, observers=[online.observe]) as recorder:
-        first_worker = 0
-        for scenario, entry, plan in plans:
-            progress.scenario(scenario.name)
-            result = run_plan(
-                resolved, plan, recorder, clock=LamportClock(), first_worker=first_worker,
-                budget_s=run_budget * entry.share / total_share,
-                processes=options.processes, factory_spec=spec,
-                on_step=lambda: progress.step(online.violation_count))
-            first_worker += len(plan.workers) + 1
-            restore_supported &= result.restore_supported
-            summaries.append(ScenarioSummary(
-                scenario.name, result.steps_planned, result.steps_done, result.elapsed_s,
-                result.budget_exhausted, result.faults_fired, tuple(plan.requires)))
-    progress.finish()
+    with _serving(exporter):
+        with HistoryRecorder(history_path, keep=False, observers=observers) as recorder:
+            first_worker = 0
+            for scenario, entry, plan in plans:
+                progress.scenario(scenario.name)
+                if exporter is not None:
+                    exporter.begin_scenario(scenario.name)
+                result = run_plan(
+                    resolved, plan, recorder, clock=LamportClock(), first_worker=first_worker,
+                    budget_s=run_budget * entry.share / total_share,
+                    processes=options.processes, factory_spec=spec,
+                    on_step=lambda: progress.step(online.violation_count))
+                first_worker += len(plan.workers) + 1
+                restore_supported &= result.restore_supported
+                summaries.append(ScenarioSummary(
+                    scenario.name, result.steps_planned, result.steps_done, result.elapsed_s,
+                    result.budget_exhausted, result.faults_fired, tuple(plan.requires)))
+        progress.finish()
 
-    history = read_history(history_path)
-    report = build_report(
-        backend=spec, seed=seed, level=options.level,
-        checks=check_history(history, level=options.level),
-        coverage=measure(history), scenarios=summaries, errors=backend_errors(history),
-        restore_supported=restore_supported, history_entries=len(history),
-        elapsed_s=time.monotonic() - started,
-        command=_command(spec, seed, options))
-    report.write(options.out)
+        history = read_history(history_path)
+        report = build_report(
+            backend=spec, seed=seed, level=options.level,
+            checks=check_history(history, level=options.level),
+            coverage=measure(history), scenarios=summaries, errors=backend_errors(history),
+            restore_supported=restore_supported, history_entries=len(history),
+            elapsed_s=time.monotonic() - started,
+            command=_command(spec, seed, options))
+        report.write(options.out)
+        if exporter is not None:
+            exporter.finish(success=report.verdict == "certified", duration_s=report.elapsed_s)
     return report
+
+
+def _serving(exporter: Exporter | None) -> AbstractContextManager[object]:
+    """Serve the metrics while the run records and is checked; nothing without them."""
+    return nullcontext() if exporter is None else exporter
 
 
 def replay(out: Path) -> Report:
@@ -170,4 +197,6 @@ def _command(spec: str, seed: int, options: CertifyOptions) -> str:
               "--workers", str(options.workers)]
     if options.processes:
         parts += ["--processes", str(options.processes)]
+    if options.suite != CertifyOptions.suite:
+        parts += ["--suite", options.suite]
     return shlex.join(parts)

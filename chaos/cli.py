@@ -10,11 +10,15 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from invariants.errors import MemcertError
 
 from .cli_parser import UsageError, build_parser
 from .report import Report, render_table
+
+if TYPE_CHECKING:
+    from .metrics import MetricsOptions
 
 __all__ = ["main"]
 
@@ -47,15 +51,36 @@ def _dispatch(args: argparse.Namespace) -> Report:
             raise UsageError(f"memcert replay: {out} holds no history.jsonl and results.json; "
                              "pass the --out folder of a memcert certify run")
         return replay(out)
-    options = CertifyOptions(budget_s=args.budget, seed=args.seed, level=args.level,
-                             workers=args.workers, out=Path(args.out), suite=args.suite,
-                             processes=args.processes)
     progress = None
     if not args.quiet:
         from .progress import TerminalProgress
 
         progress = TerminalProgress()
-    return certify(args.backend, options, progress=progress)
+    metrics = _metrics_options(args)
+    if args.command == "nightly":
+        from .nightly import NightlyOptions, nightly
+
+        return nightly(args.backend, NightlyOptions(
+            out=Path(args.out), suite=args.suite, budget_s=args.budget, seed=args.seed,
+            level=args.level, workers=args.workers, processes=args.processes,
+            keep=args.keep), progress=progress, metrics=metrics).report
+    options = CertifyOptions(budget_s=args.budget, seed=args.seed, level=args.level,
+                             workers=args.workers, out=Path(args.out), suite=args.suite,
+                             processes=args.processes)
+    return certify(args.backend, options, progress=progress, metrics=metrics)
+
+
+def _metrics_options(args: argparse.Namespace) -> MetricsOptions | None:
+    if args.metrics_port is None and args.pushgateway is None:
+        return None
+    from .metrics import MetricsOptions
+
+    return MetricsOptions(port=args.metrics_port, pushgateway=args.pushgateway,
+                          on_serving=_announce)
+
+
+def _announce(port: int) -> None:
+    print(f"memcert: serving metrics at http://127.0.0.1:{port}/metrics", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -88,6 +88,57 @@ def build_parser() -> argparse.ArgumentParser:
                              "[env MEMCERT_OUT, default memcert-out]")
     output.add_argument("--quiet", action="store_true",
                         help="no progress bar; print only the verdict table")
+    _add_metrics_options(certify)
+
+    nightly = commands.add_parser(
+        "nightly", help="the nightly chaos job: certify, then write a report to read later",
+        description="Run a suite (by default the long nightly one) against a backend, write "
+                    "the night's results.json, junit.xml, history.jsonl and a self-contained "
+                    "report.html to a new folder under --out, refresh index.html across "
+                    "nights, and push the run's metrics to a Pushgateway if given. Exits "
+                    "non-zero on any violation, like certify.",
+        epilog="Examples:\n  memcert nightly --out /var/lib/memcert/nightly\n"
+               "  memcert nightly mypkg.store:factory --out reports "
+               "--pushgateway http://pushgateway:9091",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    nightly.add_argument(
+        "backend", nargs="?", default=None, metavar="package.module:factory",
+        help="the backend factory, as for certify (default: the reference store)")
+    job = nightly.add_argument_group("the run")
+    job.add_argument("--suite", default=_env("MEMCERT_NIGHTLY_SUITE", "nightly"), metavar="NAME",
+                     help="the scenario suite to run [env MEMCERT_NIGHTLY_SUITE, default "
+                          "nightly]")
+    job.add_argument("--budget", type=float, default=_float_env("MEMCERT_NIGHTLY_BUDGET"),
+                     metavar="SECONDS",
+                     help="wall-clock budget [env MEMCERT_NIGHTLY_BUDGET, default the suite's "
+                          "own budget_s]")
+    job.add_argument("--seed", type=int, default=_int_env("MEMCERT_SEED"), metavar="N",
+                     help="seed of the operation plan [env MEMCERT_SEED, default random and "
+                          "reported]")
+    job.add_argument("--level", choices=("surface", "lexical", "semantic"),
+                     default=_env("MEMCERT_LEVEL", "lexical"),
+                     help="the paraphrase level the backend claims to normalize "
+                          "[env MEMCERT_LEVEL, default lexical]")
+    job.add_argument("--workers", type=int, default=int(_env("MEMCERT_WORKERS", "8") or 8),
+                     metavar="N", help="concurrent worker threads [env MEMCERT_WORKERS, "
+                                       "default 8]")
+    job.add_argument("--processes", type=int,
+                     default=int(_env("MEMCERT_PROCESSES", "0") or 0), metavar="P",
+                     help="spread the workers over P worker processes "
+                          "[env MEMCERT_PROCESSES, default 0]")
+    kept = nightly.add_argument_group("output")
+    kept.add_argument("--out", default=_env("MEMCERT_NIGHTLY_OUT", "memcert-nightly"),
+                      metavar="DIR",
+                      help="the folder that keeps every night, one subfolder each, and "
+                           "index.html [env MEMCERT_NIGHTLY_OUT, default memcert-nightly]")
+    kept.add_argument("--keep", type=int, default=int(_env("MEMCERT_NIGHTLY_KEEP", "30") or 30),
+                      metavar="N",
+                      help="nights to keep; older night folders are deleted (0 keeps all) "
+                           "[env MEMCERT_NIGHTLY_KEEP, default 30]")
+    kept.add_argument("--quiet", action="store_true",
+                      help="no progress bar; print only the verdict table")
+    _add_metrics_options(nightly)
 
     replay = commands.add_parser(
         "replay", help="re-check a saved run without the backend",
@@ -95,6 +146,29 @@ def build_parser() -> argparse.ArgumentParser:
                     "with the same checkers, and print the verdict table.")
     replay.add_argument("out", metavar="DIR", help="a folder written by memcert certify")
     return parser
+
+
+def _add_metrics_options(parser: argparse.ArgumentParser) -> None:
+    metrics = parser.add_argument_group("metrics")
+    metrics.add_argument(
+        "--metrics-port", type=int, default=_int_env("MEMCERT_METRICS_PORT"), metavar="N",
+        help="serve Prometheus metrics at http://127.0.0.1:N/metrics while the run "
+             "records and is checked (0 picks a free port) [env MEMCERT_METRICS_PORT, "
+             "default off]")
+    metrics.add_argument(
+        "--pushgateway", default=_env("MEMCERT_PUSHGATEWAY") or None, metavar="URL",
+        help="push the run's metrics to this Pushgateway when it ends, grouped by job, "
+             "backend and suite [env MEMCERT_PUSHGATEWAY, default off]")
+
+
+def _float_env(name: str) -> float | None:
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        raise UsageError(f"memcert: {name}={value!r} is not a number") from None
 
 
 def _int_env(name: str) -> int | None:

@@ -1,0 +1,471 @@
+"""memcert's Prometheus metrics: the one module that names what a run exports.
+
+Every name is assembled from the ``memcert`` namespace, a name and a base unit, and
+validated, in :data:`METRICS`; the dashboards, the rules and their tests read the same
+table. A run exports counters, never rates: PromQL computes rates.
+
+:class:`RunMetrics` is a custom collector. During a run it is one of the history
+recorder's observers: for each entry it bumps a few integers in dicts (the recorder
+calls it under its own lock, so it must stay that cheap), and it times each operation
+from its invocation's ``time_ns`` to its completion's. Everything else is computed when
+Prometheus scrapes: the violation counters are read then from the online checkers'
+``violation_counts()``, so the counters move while the run goes on.
+
+A run's violation counts carry the scenario that was running when the checkers found
+them. Scenarios run one after another, so :meth:`RunMetrics.begin_scenario` only needs
+to note the counts when a scenario begins.
+
+``--metrics-port`` serves ``/metrics`` on 127.0.0.1 for the length of a run
+(:func:`serve`); ``--pushgateway`` pushes once at the end (:func:`push`), with the
+grouping key job, backend and suite, and no instance label. The push adds to the
+group (HTTP POST) rather than replacing it, so ``memcert_last_success_timestamp_seconds``
+from the last good night survives a failed one; every metric pushed replaces its
+predecessor of the same name whole.
+
+Importing this module imports ``prometheus_client``; nothing below ``chaos`` does.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+from bisect import bisect_left
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from importlib import metadata
+from typing import Literal
+
+from prometheus_client import CollectorRegistry, pushadd_to_gateway, start_http_server
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    InfoMetricFamily,
+    Metric,
+)
+from prometheus_client.registry import Collector
+
+from invariants.backend import Ack
+from invariants.errors import InvalidArgument
+from invariants.history import Entry
+
+__all__ = [
+    "BUCKETS_S",
+    "METRICS",
+    "VIOLATION_METRICS",
+    "Exporter",
+    "MetricDef",
+    "MetricsOptions",
+    "RunMetrics",
+    "metric_name",
+    "push",
+    "sample_names",
+    "serve",
+]
+
+NAMESPACE = "memcert"
+JOB = "memcert"
+HOST = "127.0.0.1"
+PUSH_TIMEOUT_S = 10.0
+
+Kind = Literal["counter", "gauge", "histogram", "info"]
+Outcome = Literal["ok", "rejected", "error", "unknown"]
+
+_NAME = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
+_UNITS = ("", "seconds", "bytes", "ratio", "timestamp_seconds")
+
+log = logging.getLogger("memcert.metrics")
+
+
+def metric_name(name: str, unit: str = "", *, namespace: str = NAMESPACE) -> str:
+    """``namespace_name_unit``, checked the way Prometheus checks names.
+
+    The unit must be a base unit (seconds, not milliseconds), and a counter's
+    ``_total`` is not part of the name: the exposition adds it.
+    """
+    if unit not in _UNITS:
+        raise InvalidArgument(f"unit={unit!r} is not a base unit; use one of "
+                              f"{', '.join(repr(u) for u in _UNITS)}")
+    full = "_".join(part for part in (namespace, name, unit) if part)
+    if not _NAME.match(full) or full.endswith("_total"):
+        raise InvalidArgument(f"metric name {full!r} is not valid: use letters, digits and "
+                              "underscores, and leave _total to the exposition")
+    return full
+
+
+@dataclass(frozen=True)
+class MetricDef:
+    """One metric: its name as assembled, its type, its labels and its meaning."""
+
+    name: str
+    kind: Kind
+    labels: tuple[str, ...]
+    help: str
+
+    @property
+    def samples(self) -> tuple[str, ...]:
+        """The sample names Prometheus stores for it, which PromQL can select."""
+        if self.kind == "counter":
+            return (f"{self.name}_total",)
+        if self.kind == "histogram":
+            return tuple(f"{self.name}_{suffix}" for suffix in ("bucket", "sum", "count"))
+        if self.kind == "info":
+            return (f"{self.name}_info",)
+        return (self.name,)
+
+
+OPERATIONS = MetricDef(
+    metric_name("operations"), "counter", ("backend", "scenario", "op", "outcome"),
+    "Operations completed, by kind and outcome: ok (applied, or a read served), rejected "
+    "(the backend answered Ack(applied=False)), error (it raised, and nothing was "
+    "applied), unknown (it raised or timed out; it may have been applied).")
+READS = MetricDef(
+    metric_name("reads"), "counter", ("backend", "scenario"),
+    "Reads served, each checked against every invariant: the denominator of every "
+    "violation rate.")
+DURATION = MetricDef(
+    metric_name("operation_duration", "seconds"), "histogram", ("backend", "scenario", "op"),
+    "Time from an operation's invocation to its completion, as the history records it.")
+CONFLICTS = MetricDef(
+    metric_name("conflicts"), "counter", ("backend", "scenario"),
+    "Reads that served two facts for one slot (the uniqueness invariant).")
+REORDERS = MetricDef(
+    metric_name("reorders"), "counter", ("backend", "scenario"),
+    "Reads that served records out of causal order, or a stale fact (causal monotonicity).")
+RESURRECTIONS = MetricDef(
+    metric_name("resurrections"), "counter", ("backend", "scenario"),
+    "Reads that served records of a deleted entity (deletion monotonicity).")
+DUPLICATES = MetricDef(
+    metric_name("duplicates"), "counter", ("backend", "scenario"),
+    "Reads that served one fact twice (semantic normalization).")
+LOST_WRITES = MetricDef(
+    metric_name("lost_writes"), "counter", ("backend", "scenario"),
+    "Acknowledged writes that a later read no longer served (durability).")
+ISOLATION_LEAKS = MetricDef(
+    metric_name("isolation_leaks"), "counter", ("backend", "scenario"),
+    "Reads that served a value written in another namespace (isolation).")
+PHANTOMS = MetricDef(
+    metric_name("phantoms"), "counter", ("backend", "scenario"),
+    "Reads that served a value no write produced (reported under durability).")
+RUN_INFO = MetricDef(
+    metric_name("run"), "info", ("backend", "suite", "version", "seed", "level"),
+    "The run: memcert's version, the plan's seed and the normalization level claimed.")
+LAST_RUN = MetricDef(
+    metric_name("last_run", "timestamp_seconds"), "gauge", ("backend", "suite"),
+    "When the last run ended, in Unix seconds.")
+LAST_SUCCESS = MetricDef(
+    metric_name("last_success", "timestamp_seconds"), "gauge", ("backend", "suite"),
+    "When the last certified run ended; absent until one is.")
+LAST_RESULT = MetricDef(
+    metric_name("last_run_success"), "gauge", ("backend", "suite"),
+    "1 if the last run was certified, 0 if it failed or could not decide.")
+RUN_DURATION = MetricDef(
+    metric_name("run_duration", "seconds"), "gauge", ("backend", "suite"),
+    "How long the last run took, checking included.")
+
+VIOLATION_METRICS: Mapping[str, MetricDef] = {
+    "uniqueness": CONFLICTS,
+    "causal_monotonicity": REORDERS,
+    "deletion_monotonicity": RESURRECTIONS,
+    "semantic_normalization": DUPLICATES,
+    "durability": LOST_WRITES,
+    "isolation": ISOLATION_LEAKS,
+    "phantom": PHANTOMS,
+}
+"""Each checker's violation counter."""
+
+METRICS: tuple[MetricDef, ...] = (
+    OPERATIONS, READS, DURATION, *VIOLATION_METRICS.values(), RUN_INFO,
+    LAST_RUN, LAST_SUCCESS, LAST_RESULT, RUN_DURATION,
+)
+
+BUCKETS_S: tuple[float, ...] = (
+    0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+    0.5, 1.0, 2.5, 5.0, 10.0,
+)
+"""Latency bucket bounds: in-process backends answer in tens of microseconds."""
+_BOUNDS_NS: tuple[int, ...] = tuple(round(b * 1e9) for b in BUCKETS_S)
+
+
+def sample_names() -> frozenset[str]:
+    """Every sample name a run can export."""
+    return frozenset(name for m in METRICS for name in m.samples)
+
+
+def version() -> str:
+    try:
+        return metadata.version("memcert")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def outcome(entry: Entry) -> Outcome:
+    """A completion's outcome label, from the history's ok, fail and info."""
+    if entry.type == "ok":
+        return "ok"
+    if entry.type == "info":
+        return "unknown"
+    return "rejected" if isinstance(entry.result, Ack) else "error"
+
+
+class _Histogram:
+    __slots__ = ("counts", "sum_ns")
+
+    def __init__(self) -> None:
+        self.counts = [0] * (len(_BOUNDS_NS) + 1)
+        self.sum_ns = 0
+
+
+class RunMetrics(Collector):
+    """The live metrics of one run; register it in a registry, and observe the recorder.
+
+    ``violations`` returns the online checkers' counts by checker name (pass
+    ``CheckerSuite.violation_counts``); it is called at scrape time only.
+    """
+
+    def __init__(self, *, backend: str, suite: str, level: str, seed: int,
+                 violations: Callable[[], Mapping[str, int]]) -> None:
+        self._backend = backend
+        self._suite = suite
+        self._info = {"backend": backend, "suite": suite, "version": version(),
+                      "seed": str(seed), "level": level}
+        self._violations = violations
+        self._lock = threading.Lock()
+        self._scenario = ""
+        self._started: dict[int, int] = {}
+        self._ops: dict[tuple[str, str, str], int] = {}
+        self._reads: dict[str, int] = {}
+        self._durations: dict[tuple[str, str], _Histogram] = {}
+        self._base: dict[str, int] = {}
+        self._closed: dict[str, dict[str, int]] = {}
+        self._finished: tuple[float, bool, float] | None = None
+
+    def begin_scenario(self, name: str) -> None:
+        """Violations found from now on belong to ``name``, until the next one begins."""
+        counts = dict(self._violations())
+        with self._lock:
+            self._close_scenario(counts)
+            self._scenario = name
+            self._reads.setdefault(name, 0)
+            self._base = counts
+
+    def observe(self, entry: Entry) -> None:
+        """The recorder's observer: count the completion and time the operation."""
+        if entry.type == "invoke":
+            self._started[entry.worker] = entry.time_ns
+            return
+        started = self._started.pop(entry.worker, entry.time_ns)
+        elapsed = entry.time_ns - started
+        scenario = self._scenario
+        key = (scenario, entry.f, outcome(entry))
+        with self._lock:
+            self._ops[key] = self._ops.get(key, 0) + 1
+            if entry.f == "read" and entry.type == "ok":
+                self._reads[scenario] = self._reads.get(scenario, 0) + 1
+            histogram = self._durations.get((scenario, entry.f))
+            if histogram is None:
+                histogram = self._durations[(scenario, entry.f)] = _Histogram()
+            histogram.counts[bisect_left(_BOUNDS_NS, elapsed)] += 1
+            histogram.sum_ns += elapsed
+
+    def finish(self, *, success: bool, duration_s: float, ended_at: float | None = None) -> None:
+        """The run is over: set the batch gauges, and freeze the violation counts."""
+        counts = dict(self._violations())
+        with self._lock:
+            self._close_scenario(counts)
+            self._base = counts
+            self._scenario = ""
+            self._finished = (time.time() if ended_at is None else ended_at, success,
+                              duration_s)
+
+    def _close_scenario(self, counts: Mapping[str, int]) -> None:
+        if not self._scenario:
+            return
+        closed = self._closed.setdefault(self._scenario, {})
+        for checker, count in counts.items():
+            closed[checker] = closed.get(checker, 0) + count - self._base.get(checker, 0)
+
+    def collect(self) -> Iterator[Metric]:
+        counts = dict(self._violations())
+        with self._lock:
+            ops = dict(self._ops)
+            reads = dict(self._reads)
+            durations = {key: (list(h.counts), h.sum_ns) for key, h in self._durations.items()}
+            per_scenario = {name: dict(c) for name, c in self._closed.items()}
+            if self._scenario:
+                live = per_scenario.setdefault(self._scenario, {})
+                for checker, count in counts.items():
+                    live[checker] = (live.get(checker, 0) + count
+                                     - self._base.get(checker, 0))
+            finished = self._finished
+        backend = self._backend
+
+        family = _counter(OPERATIONS)
+        for (scenario, op, result), value in sorted(ops.items()):
+            family.add_metric([backend, scenario, op, result], value)
+        yield family
+        family = _counter(READS)
+        for scenario, value in sorted(reads.items()):
+            family.add_metric([backend, scenario], value)
+        yield family
+        for checker, definition in VIOLATION_METRICS.items():
+            family = _counter(definition)
+            for scenario in sorted(reads):
+                family.add_metric([backend, scenario],
+                                  per_scenario.get(scenario, {}).get(checker, 0))
+            yield family
+        histogram = HistogramMetricFamily(DURATION.name, DURATION.help,
+                                          labels=DURATION.labels)
+        for (scenario, op), (buckets, sum_ns) in sorted(durations.items()):
+            cumulative, running = [], 0
+            for bound, count in zip((*map(str, BUCKETS_S), "+Inf"), buckets, strict=True):
+                running += count
+                cumulative.append((bound, running))
+            histogram.add_metric([backend, scenario, op], cumulative, sum_ns / 1e9)
+        yield histogram
+        info = InfoMetricFamily(RUN_INFO.name, RUN_INFO.help)
+        info.add_metric([], self._info)
+        yield info
+        if finished is not None:
+            ended_at, success, duration_s = finished
+            labels = [backend, self._suite]
+            yield _gauge(LAST_RUN, labels, ended_at)
+            yield _gauge(LAST_RESULT, labels, 1.0 if success else 0.0)
+            yield _gauge(RUN_DURATION, labels, duration_s)
+            if success:
+                yield _gauge(LAST_SUCCESS, labels, ended_at)
+
+
+def _counter(definition: MetricDef) -> CounterMetricFamily:
+    return CounterMetricFamily(definition.name, definition.help, labels=definition.labels)
+
+
+def _gauge(definition: MetricDef, labels: list[str], value: float) -> GaugeMetricFamily:
+    family = GaugeMetricFamily(definition.name, definition.help, labels=definition.labels)
+    family.add_metric(labels, value)
+    return family
+
+
+@dataclass(frozen=True)
+class MetricsOptions:
+    """Where a run's metrics go: a port to serve on, a Pushgateway to push to, or both.
+
+    ``port`` 0 picks a free port; ``on_serving`` is told the port once it serves.
+    ``registry`` is the registry the run's collector joins; a fresh one is made when it
+    is None.
+    """
+
+    port: int | None = None
+    pushgateway: str | None = None
+    job: str = JOB
+    registry: CollectorRegistry | None = None
+    on_serving: Callable[[int], None] | None = None
+
+    def __post_init__(self) -> None:
+        if self.port is not None and not 0 <= self.port <= 65535:
+            raise InvalidArgument(f"metrics port={self.port!r} is not a TCP port; give 0 to "
+                                  "65535 (0 picks a free one)")
+        if self.pushgateway is not None and not re.match(r"^https?://", self.pushgateway):
+            raise InvalidArgument(f"pushgateway={self.pushgateway!r} is not an http(s) URL; "
+                                  "give e.g. http://127.0.0.1:9091")
+
+
+class Exporter:
+    """A run's metrics from start to end: collect, serve while it runs, push at the end.
+
+    Build it with :meth:`start`; leaving it as a context manager (or :meth:`close`)
+    stops serving, whatever happened. Nothing here can change a verdict: a push that
+    fails is logged, and the run's result stands.
+    """
+
+    def __init__(self, options: MetricsOptions, metrics: RunMetrics,
+                 registry: CollectorRegistry, grouping: Mapping[str, str]) -> None:
+        self.options = options
+        self.metrics = metrics
+        self.registry = registry
+        self.grouping = dict(grouping)
+        self.port: int | None = None
+        self._server: Callable[[], None] | None = None
+
+    @classmethod
+    def start(cls, options: MetricsOptions, *, backend: str, suite: str, level: str,
+              seed: int, violations: Callable[[], Mapping[str, int]]) -> Exporter:
+        registry = options.registry if options.registry is not None else CollectorRegistry()
+        metrics = RunMetrics(backend=backend, suite=suite, level=level, seed=seed,
+                             violations=violations)
+        registry.register(metrics)
+        exporter = cls(options, metrics, registry, {"backend": backend, "suite": suite})
+        if options.port is not None:
+            try:
+                exporter.port, exporter._server = serve(registry, options.port)
+            except BaseException:
+                registry.unregister(metrics)
+                raise
+            if options.on_serving is not None:
+                options.on_serving(exporter.port)
+        return exporter
+
+    def __enter__(self) -> Exporter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def observe(self, entry: Entry) -> None:
+        self.metrics.observe(entry)
+
+    def begin_scenario(self, name: str) -> None:
+        self.metrics.begin_scenario(name)
+
+    def finish(self, *, success: bool, duration_s: float) -> bool:
+        """Set the batch gauges and push if asked; False if the push failed."""
+        self.metrics.finish(success=success, duration_s=duration_s)
+        if self.options.pushgateway is None:
+            return True
+        try:
+            push(self.registry, self.options.pushgateway, job=self.options.job,
+                 grouping=self.grouping)
+        except OSError as error:
+            log.warning("could not push to the Pushgateway at %s (%s); the verdict stands",
+                        self.options.pushgateway, error)
+            return False
+        return True
+
+    def close(self) -> None:
+        """Stop serving; the registry keeps the run's final values for a push or a test."""
+        if self._server is not None:
+            self._server()
+            self._server = None
+
+
+def serve(registry: CollectorRegistry, port: int) -> tuple[int, Callable[[], None]]:
+    """Serve ``registry`` at http://127.0.0.1:PORT/metrics in a thread.
+
+    Returns the port bound (``port`` 0 picks one) and a function that stops the server.
+    """
+    try:
+        server, thread = start_http_server(port, addr=HOST, registry=registry)
+    except OSError as error:
+        raise InvalidArgument(f"metrics port {port} cannot be served on {HOST} ({error}); "
+                              "pick a free port, or 0 for any") from error
+
+    def stop() -> None:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+    bound: int = server.server_address[1]
+    return bound, stop
+
+
+def push(registry: CollectorRegistry, gateway: str, *, job: str,
+         grouping: Mapping[str, str]) -> None:
+    """Add the registry's metrics to the group ``job`` + ``grouping`` on a Pushgateway.
+
+    There is no instance label: a batch run has no instance worth keeping apart, and one
+    would leave a new group behind on every machine that ever ran the job.
+    """
+    pushadd_to_gateway(gateway, job=job, registry=registry, grouping_key=dict(grouping),
+                       timeout=PUSH_TIMEOUT_S)

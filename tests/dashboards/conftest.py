@@ -1,0 +1,58 @@
+"""The Prometheus servers and tools these tests run against.
+
+`make test` starts a throwaway Prometheus and Pushgateway (scripts/throwaway-prometheus)
+and exports where they are. Without them local runs skip; CI (or MEMCERT_REQUIRE_PG=1,
+which `make test` sets) fails instead, because a skipped test there would hide that the
+dashboards and rules were never checked against the real thing.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+
+
+def required() -> bool:
+    return bool(os.environ.get("CI")) or os.environ.get("MEMCERT_REQUIRE_PG") == "1"
+
+
+def _missing(what: str) -> None:
+    reason = (f"{what}: run `make test`, which installs Prometheus and starts throwaway "
+              "servers (scripts/throwaway-prometheus run -- ...)")
+    if required():
+        pytest.fail(f"{reason} (these tests may not be skipped here)", pytrace=False)
+    pytest.skip(reason)
+
+
+def _env(name: str) -> str:
+    value = os.environ.get(name)
+    if not value:
+        _missing(f"{name} is not set")
+    return str(value)
+
+
+@pytest.fixture(scope="session")
+def promtool() -> str:
+    """promtool: from the throwaway servers' set-up, or on PATH."""
+    found = os.environ.get("MEMCERT_PROMTOOL") or shutil.which("promtool")
+    if not found:
+        _missing("promtool is not installed")
+    return str(found)
+
+
+@pytest.fixture(scope="session")
+def prometheus_url() -> str:
+    return _env("MEMCERT_PROMETHEUS_URL")
+
+
+@pytest.fixture(scope="session")
+def pushgateway_url() -> str:
+    return _env("MEMCERT_PUSHGATEWAY_URL")
+
+
+@pytest.fixture(scope="session")
+def prometheus_targets() -> str:
+    """The folder whose *.json files list the targets the throwaway Prometheus scrapes."""
+    return _env("MEMCERT_PROMETHEUS_SD_DIR")

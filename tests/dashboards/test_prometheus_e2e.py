@@ -1,0 +1,141 @@
+"""End to end: memcert runs, a real Prometheus scrapes them, and every dashboard panel
+and recording rule answers with the rates the backends deserve.
+
+Four `memcert certify` processes run at once, each serving /metrics on a free port and
+pushing to the Pushgateway when done: a backend that revives deleted entities, one that
+stores paraphrases as new facts, the reference store, and the correct in-memory example.
+Their factories get names of this test's own (a module written to tmp_path), so the
+backend labels are unique and nothing another run left in Prometheus can answer for
+them. Prometheus learns the ports before the runs start, so it scrapes them throughout.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from .live import by_label, get_json, query
+from .promql import panel_targets, recording_rules, substitute
+
+BUDGET_S = 20
+SETTLE_S = 30
+BACKENDS = {
+    "revives": ("chaos.examples", "restore_revives", 1),
+    "duplicates": ("chaos.examples", "surface_only", 1),
+    "reference": ("reference_store", "factory", None),
+    "clean": ("chaos.examples", "in_memory", 0),
+}
+"""Each test backend: the module and factory it stands for, and certify's exit code
+(the reference store's may be 3, unknown, when contention leaves a condition untested)."""
+MUST_FIND = {"revives": {"resurrections"}, "duplicates": {"duplicates", "conflicts"}}
+CORRECT = ("reference", "clean")
+KINDS = ("conflicts", "reorders", "resurrections", "duplicates", "lost_writes",
+         "isolation_leaks", "phantoms")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def start(tmp_path: Path, module: str, name: str, port: int,
+          gateway: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "chaos.cli", "certify", f"{module}:{name}",
+         "--metrics-port", str(port), "--pushgateway", gateway, "--budget", str(BUDGET_S),
+         "--seed", "20261129", "--quiet", "--out", str(tmp_path / name)],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "MEMCERT_DB_URL": f"sqlite:///{tmp_path / 'reference.db'}"})
+
+
+def wait_for_targets(prometheus: str, instances: set[str]) -> None:
+    """Prometheus knows the targets before they serve, so it scrapes from the start."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        active = get_json(f"{prometheus}/api/v1/targets?state=active")["data"]["activeTargets"]
+        if instances <= {t["labels"]["instance"] for t in active}:
+            return
+        time.sleep(0.2)
+    pytest.fail(f"Prometheus never picked up {sorted(instances)}")
+
+
+def problems(prometheus: str, module: str) -> list[str]:
+    """Everything that is not yet as it should be; empty once Prometheus has it all."""
+    found: list[str] = []
+    ours = f"{module}:.*"
+    backend = {name: f"{module}:{name}" for name in BACKENDS}
+    for panel, target in panel_targets():
+        expr = substitute(target["expr"], backend=ours)
+        values = by_label(query(prometheus, expr))
+        if not values:
+            found.append(f"panel {panel['title']!r} returned no data for {expr}")
+    last = by_label(query(prometheus, f'memcert_last_run_success{{backend=~"{ours}"}}'))
+    if last != {backend["revives"]: 0, backend["duplicates"]: 0, backend["clean"]: 1,
+                backend["reference"]: last.get(backend["reference"])}:
+        found.append(f"pushed last results are {last}")
+    for rule in recording_rules():
+        values = by_label(query(prometheus, f'{rule}{{backend=~"{ours}"}}'))
+        if set(values) != set(backend.values()):
+            found.append(f"recording rule {rule} has {sorted(values)}")
+    for kind in KINDS:
+        ratio = by_label(query(
+            prometheus, f'backend:memcert_{kind}_per_reads:ratio_rate5m{{backend=~"{ours}"}}'))
+        for name, must in MUST_FIND.items():
+            seen = ratio.get(backend[name], math.nan)
+            if kind in must and not seen > 0:
+                found.append(f"{name}: {kind} per read is {seen}, not > 0")
+        for name in CORRECT:
+            seen = ratio.get(backend[name], math.nan)
+            if seen != 0:
+                found.append(f"{name}: {kind} per read is {seen}, not 0")
+    for alert, name in (("MemcertResurrectionsDetected", "revives"),
+                        ("MemcertDuplicatesDetected", "duplicates"),
+                        ("MemcertNightlyFailed", "revives")):
+        active = by_label(query(prometheus, f'ALERTS{{alertname="{alert}"}}'))
+        if backend[name] not in active:
+            found.append(f"{alert} is not active for {name}")
+    return found
+
+
+@pytest.mark.slow
+def test_every_panel_and_rule_answers_from_a_real_prometheus(
+        tmp_path, prometheus_url, pushgateway_url, prometheus_targets):
+    started = time.monotonic()
+    module = f"e2e_{uuid.uuid4().hex[:10]}"
+    (tmp_path / f"{module}.py").write_text("".join(
+        f"from {source} import {factory} as {name}\n"
+        for name, (source, factory, _) in BACKENDS.items()))
+    ports = {name: free_port() for name in BACKENDS}
+    targets = Path(prometheus_targets) / f"{module}.json"
+    targets.write_text(json.dumps([{"targets": [f"127.0.0.1:{p}" for p in ports.values()]}]))
+    runs: dict[str, subprocess.Popen[str]] = {}
+    try:
+        wait_for_targets(prometheus_url, {f"127.0.0.1:{p}" for p in ports.values()})
+        runs = {name: start(tmp_path, module, name, ports[name], pushgateway_url)
+                for name in BACKENDS}
+        for name, process in runs.items():
+            out, err = process.communicate(timeout=BUDGET_S * 6)
+            expected = BACKENDS[name][2]
+            assert process.returncode in ((0, 3) if expected is None else (expected,)), (
+                f"{name}: {out}\n{err}")
+        deadline = time.monotonic() + SETTLE_S
+        while (found := problems(prometheus_url, module)) and time.monotonic() < deadline:
+            time.sleep(1)
+        assert found == []
+    finally:
+        targets.unlink(missing_ok=True)
+        for process in runs.values():
+            if process.poll() is None:
+                process.kill()
+                process.communicate()
+    print(f"end to end against Prometheus took {time.monotonic() - started:.1f}s")
