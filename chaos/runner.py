@@ -210,13 +210,13 @@ def _run_step(worker: _Worker, step: Step, recorder: Recorder, shared: Clock,
     else:
         op = Restore(step.namespace, step.entity_id, seq, op_id)
     invocation = recorder.invoke(worker.index, op, meta=meta)
-    call: Callable[[], Ack] = {
-        "write": lambda: worker.backend.write(op),  # type: ignore[arg-type]
-        "delete": lambda: worker.backend.delete(op),  # type: ignore[arg-type]
-        "restore": lambda: worker.backend.restore(op),  # type: ignore[arg-type]
-    }[step.kind]
     try:
-        ack = call()
+        if isinstance(op, Write):
+            ack = worker.backend.write(op)
+        elif isinstance(op, Delete):
+            ack = worker.backend.delete(op)
+        else:
+            ack = worker.backend.restore(op)
     except NotImplementedError as error:
         if step.kind == "restore":
             recorder.fail(invocation, f"unsupported: {_describe(error)}")

@@ -113,31 +113,41 @@ class CheckerSuite:
 
     def observe(self, entry: Entry) -> None:
         """Feed the next entry to every checker still running."""
-        if not self._live:
-            return
-        try:
-            view = self._trace.observe(entry)
-        except HistoryError:
-            raise
-        except Exception as exc:
-            for checker in list(self._live):
-                self._crash(
-                    checker, f"the trace shared by the checkers crashed at entry {entry.index}", exc
-                )
-            return
-        if view is not None:
-            for checker in self._live:
-                try:
-                    checker._on_read(view)
-                except Exception as exc:
-                    self._crash(checker, f"checker crashed at entry {entry.index}", exc)
+        self._feed((entry,))
 
     def observe_all(self, entries: Iterable[Entry]) -> None:
         """Feed a whole history; a :class:`History`'s defects go into every result."""
         if isinstance(entries, History):
             self._defects = entries.defects
+        self._feed(entries)
+
+    def _feed(self, entries: Iterable[Entry]) -> None:
+        # One loop over the whole history rather than a call per entry, which checking
+        # a long history would pay millions of times: most entries only update the trace.
+        if not self._live:
+            return
+        observe = self._trace.observe
         for entry in entries:
-            self.observe(entry)
+            try:
+                view = observe(entry)
+            except HistoryError:
+                raise
+            except Exception as exc:
+                for checker in list(self._live):
+                    self._crash(
+                        checker,
+                        f"the trace shared by the checkers crashed at entry {entry.index}",
+                        exc,
+                    )
+                return
+            if view is not None:
+                for checker in self._live:
+                    try:
+                        checker._on_read(view)
+                    except Exception as exc:
+                        self._crash(checker, f"checker crashed at entry {entry.index}", exc)
+                        if not self._live:
+                            return
 
     def _crash(self, checker: Checker, what: str, exc: Exception) -> None:
         if checker.name in self._crashes:

@@ -65,7 +65,9 @@ class WriteState:
         "value",
     )
 
-    def __init__(self, index: int, key: KeyState, fact: str, value: str, seq: int) -> None:
+    def __init__(
+        self, index: int, key: KeyState, fact: str, value: str, seq: int, paraphrase: Paraphrase
+    ) -> None:
         self.index = index
         self.done = -1
         self.status = PENDING
@@ -73,7 +75,7 @@ class WriteState:
         self.fact = fact
         self.value = value
         self.seq = seq
-        self.paraphrase = "none"
+        self.paraphrase = paraphrase
         self.same_value: WriteState | None = None
         self.fact_state: FactState
 
@@ -153,8 +155,10 @@ class KeyState:
 
     ``floor_done``/``floor_best`` list, in completion order, the ``ok`` writes that no
     possible delete can have wiped, each with the highest-causal_seq such write so
-    far; they are emptied (lazily, through ``epoch``) whenever a delete of the entity is
-    acknowledged, since that delete may have wiped every write invoked before it.
+    far (see :meth:`ReadView.floors`). Once a delete of the entity is acknowledged they
+    are void, since that delete may have wiped every write invoked before it: ``epoch``
+    then lags the entity's, and the next ``ok`` write empties them. Keeping that lazy
+    keeps a delete O(1) however many slots its entity has.
     """
 
     __slots__ = (
@@ -179,26 +183,6 @@ class KeyState:
         self.floor_done: list[int] = []
         self.floor_best: list[WriteState] = []
         self.epoch = entity.epoch
-
-    def floor(self, before: int) -> WriteState | None:
-        """The highest-causal_seq ``ok`` write acknowledged before index ``before``,
-        among those invoked after the entity's last acknowledged delete completed.
-
-        The caller must first rule out deletes of unknown outcome
-        (``entity.uncertain_deletes``), which could have wiped any write.
-        """
-        if self.epoch != self.entity.epoch:
-            self.floor_done.clear()
-            self.floor_best.clear()
-            self.epoch = self.entity.epoch
-            return None
-        done = self.floor_done
-        if not done:
-            return None
-        if done[-1] < before:
-            return self.floor_best[-1]
-        j = bisect_left(done, before)
-        return self.floor_best[j - 1] if j else None
 
 
 class EntityState:
@@ -345,10 +329,10 @@ class ReadView:
     def floors(self) -> dict[str, WriteState] | None:
         """For each slot of the entity, the write the read must reflect, if any.
 
-        That is :meth:`KeyState.floor` as of the read's invocation: the
-        highest-causal_seq write acknowledged before the read was invoked that no
-        delete can have wiped. None when a delete of unknown outcome (info, or still in
-        flight) makes every such claim unsafe.
+        That is the highest-causal_seq ``ok`` write acknowledged before the read was
+        invoked and invoked after the entity's last acknowledged delete completed: no
+        delete can have wiped it. None when a delete of unknown outcome (info, or still
+        in flight) makes every such claim unsafe.
         """
         floors = self._floors
         if floors is None:
@@ -357,10 +341,17 @@ class ReadView:
                 return None
             floors = self._floors = {}
             before = self.invoke
+            epoch = ent.epoch
             for slot, key in ent.keys.items():
-                write = key.floor(before)
-                if write is not None:
-                    floors[slot] = write
+                done = key.floor_done
+                if not done or key.epoch != epoch:
+                    continue
+                if done[-1] < before:
+                    floors[slot] = key.floor_best[-1]
+                else:
+                    j = bisect_left(done, before)
+                    if j:
+                        floors[slot] = key.floor_best[j - 1]
         return floors
 
     def ref(self) -> ReadRef:
@@ -467,9 +458,7 @@ class Trace:
         if key is None:
             key = keys[slot] = KeyState(ent, slot)
         value = op.value
-        ws = WriteState(entry.index, key, meta.fact, value, op.causal_seq)
-        if meta.paraphrase != "none":
-            ws.paraphrase = meta.paraphrase
+        ws = WriteState(entry.index, key, meta.fact, value, op.causal_seq, meta.paraphrase)
         values = self._values
         ws.same_value = values.get(value)
         values[value] = ws
@@ -584,18 +573,20 @@ class Trace:
         for position, record in enumerate(records):
             w = values.get(record.value)
             if w is not None and w.same_value is None and w.key.entity is ent and w.status != FAIL:
-                t = Traced(position, record, OWN, (w,), (), w.key.slot, w.fact)
+                slot = w.key.slot
+                t = Traced(position, record, OWN, (w,), (), slot, w.fact)
             else:
                 t = _trace_chain(position, record, w, ent, ns)
-            if t.origin == OWN:
-                group = by_slot.get(t.slot)
-                if group is None:
-                    by_slot[t.slot] = [t]
-                else:
-                    group.append(t)
-                    view.stacked = True
+                if t.origin != OWN:
+                    view.strays.append(t)
+                    continue
+                slot = t.slot
+            group = by_slot.get(slot)
+            if group is None:
+                by_slot[slot] = [t]
             else:
-                view.strays.append(t)
+                group.append(t)
+                view.stacked = True
         return view
 
 

@@ -53,9 +53,9 @@ class DeletionMonotonicity(Checker):
             self._after_restore += 1
         if not view.by_slot:
             return
-        own = sorted((t for group in view.by_slot.values() for t in group), key=_position)
         if not restored:
-            first = own[0]
+            own = [t for group in view.by_slot.values() for t in group]
+            first = min(own, key=_position)
             self._add(
                 Violation(
                     kind="resurrection",
@@ -74,15 +74,19 @@ class DeletionMonotonicity(Checker):
                 )
             )
             return
+        # Most reads after a restore are clean, so the records are scanned in slot order
+        # and only a read that revived something pays for finding its first record.
         revived: list[tuple[Traced, WriteState, _Cause]] = []
-        for t in own:
-            head, *rest = t.producers
-            cause = _cause(head, latest, top)
-            if cause is not None and all(_cause(p, latest, top) for p in rest):
-                revived.append((t, head, cause))
+        for group in view.by_slot.values():
+            for t in group:
+                producers = t.producers
+                head = producers[0]
+                cause = _cause(head, latest, top)
+                if cause is not None and all(_cause(p, latest, top) for p in producers[1:]):
+                    revived.append((t, head, cause))
         if not revived:
             return
-        record, write, cause = revived[0]
+        record, write, cause = min(revived, key=_revived_position)
         delete = top if cause == "stale_seq" else latest
         restore = ent.restore_after(latest)
         self._add(
@@ -119,6 +123,10 @@ class DeletionMonotonicity(Checker):
 
 def _position(t: Traced) -> int:
     return t.position
+
+
+def _revived_position(revived: tuple[Traced, WriteState, _Cause]) -> int:
+    return revived[0].position
 
 
 def _cause(write: WriteState, latest: OpState, top: OpState) -> _Cause | None:
