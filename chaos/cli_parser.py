@@ -64,21 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
                      metavar="SECONDS",
                      help="wall-clock budget for the whole certification [env MEMCERT_BUDGET, "
                           "default 60]")
-    run.add_argument("--seed", type=int, default=_int_env("MEMCERT_SEED"), metavar="N",
-                     help="seed of the operation plan; the same seed gives the same plan "
-                          "[env MEMCERT_SEED, default random and reported]")
-    run.add_argument("--level", choices=("surface", "lexical", "semantic"),
-                     default=_env("MEMCERT_LEVEL", "lexical"),
-                     help="the paraphrase level the backend claims to normalize "
-                          "[env MEMCERT_LEVEL, default lexical]")
-    run.add_argument("--workers", type=int, default=int(_env("MEMCERT_WORKERS", "8") or 8),
-                     metavar="N", help="concurrent worker threads [env MEMCERT_WORKERS, "
-                                       "default 8]")
-    run.add_argument("--processes", type=int,
-                     default=int(_env("MEMCERT_PROCESSES", "0") or 0), metavar="P",
-                     help="spread the workers over P worker processes, each opening its own "
-                          "handles from the factory; 0 keeps them as threads "
-                          "[env MEMCERT_PROCESSES, default 0]")
+    _add_plan_options(run)
     run.add_argument("--suite", default=_env("MEMCERT_SUITE", "certify"), metavar="NAME",
                      help="the scenario suite to run (scenarios/suites/NAME.toml) "
                           "[env MEMCERT_SUITE, default certify]")
@@ -113,20 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
                      metavar="SECONDS",
                      help="wall-clock budget [env MEMCERT_NIGHTLY_BUDGET, default the suite's "
                           "own budget_s]")
-    job.add_argument("--seed", type=int, default=_int_env("MEMCERT_SEED"), metavar="N",
-                     help="seed of the operation plan [env MEMCERT_SEED, default random and "
-                          "reported]")
-    job.add_argument("--level", choices=("surface", "lexical", "semantic"),
-                     default=_env("MEMCERT_LEVEL", "lexical"),
-                     help="the paraphrase level the backend claims to normalize "
-                          "[env MEMCERT_LEVEL, default lexical]")
-    job.add_argument("--workers", type=int, default=int(_env("MEMCERT_WORKERS", "8") or 8),
-                     metavar="N", help="concurrent worker threads [env MEMCERT_WORKERS, "
-                                       "default 8]")
-    job.add_argument("--processes", type=int,
-                     default=int(_env("MEMCERT_PROCESSES", "0") or 0), metavar="P",
-                     help="spread the workers over P worker processes "
-                          "[env MEMCERT_PROCESSES, default 0]")
+    _add_plan_options(job)
     kept = nightly.add_argument_group("output")
     kept.add_argument("--out", default=_env("MEMCERT_NIGHTLY_OUT", "memcert-nightly"),
                       metavar="DIR",
@@ -169,6 +142,25 @@ def _float_env(name: str) -> float | None:
         return float(value)
     except ValueError:
         raise UsageError(f"memcert: {name}={value!r} is not a number") from None
+
+
+def _add_plan_options(group: argparse._ArgumentGroup) -> None:
+    """The options that decide the operation plan, shared by certify and nightly."""
+    group.add_argument("--seed", type=int, default=_int_env("MEMCERT_SEED"), metavar="N",
+                       help="seed of the operation plan; the same seed gives the same plan "
+                            "[env MEMCERT_SEED, default random and reported]")
+    group.add_argument("--level", choices=("surface", "lexical", "semantic"),
+                       default=_env("MEMCERT_LEVEL", "lexical"),
+                       help="the paraphrase level the backend claims to normalize "
+                            "[env MEMCERT_LEVEL, default lexical]")
+    group.add_argument("--workers", type=int, default=int(_env("MEMCERT_WORKERS", "8") or 8),
+                       metavar="N", help="concurrent worker threads [env MEMCERT_WORKERS, "
+                                         "default 8]")
+    group.add_argument("--processes", type=int,
+                       default=int(_env("MEMCERT_PROCESSES", "0") or 0), metavar="P",
+                       help="spread the workers over P worker processes, each opening its own "
+                            "handles from the factory; 0 keeps them as threads "
+                            "[env MEMCERT_PROCESSES, default 0]")
 
 
 def _int_env(name: str) -> int | None:
