@@ -5,18 +5,25 @@ violations online, for live progress and metrics), the history streams to
 ``history.jsonl``, and the verdict comes from reading that file back and checking it
 with the same checker code. A verdict therefore never depends on anything the run kept
 in memory, and ``memcert replay`` reaches the same one later.
+
+A share of the budget then goes to the stateful phase (:mod:`invariants.stateful`):
+Hypothesis searches for short programs that break an invariant, with the same
+checkers, and shrinks each one it finds. Its findings join the verdict and name the
+phase that found them; replay carries them over, since they cannot be re-checked
+without the backend.
 """
 
 from __future__ import annotations
 
 import random
 import shlex
+import shutil
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from invariants.backend import BackendFactory
 from invariants.checkers import CheckerSuite, check_history
@@ -37,6 +44,8 @@ __all__ = ["CertifyOptions", "Progress", "certify", "replay"]
 LEVELS: tuple[Paraphrase, ...] = ("surface", "lexical", "semantic")
 CHECK_RESERVE = 0.15
 """Share of the budget kept for the final reads and for checking the saved history."""
+STATEFUL_SHARE = 0.2
+"""Default share of the budget for the stateful phase, after the chaos scenarios."""
 
 
 @dataclass(frozen=True)
@@ -50,6 +59,7 @@ class CertifyOptions:
     out: Path = Path("memcert-out")
     suite: str = "certify"
     processes: int = 0
+    stateful_share: float = STATEFUL_SHARE
 
     def __post_init__(self) -> None:
         if not self.budget_s > 0:
@@ -63,6 +73,11 @@ class CertifyOptions:
         if not isinstance(self.processes, int) or self.processes < 0:
             raise InvalidArgument(f"processes={self.processes!r} must be an int >= 0 "
                                   "(0 runs every worker as a thread of this process).")
+        if not 0 <= self.stateful_share <= 1 - CHECK_RESERVE - 0.05:
+            raise InvalidArgument(
+                f"stateful_share={self.stateful_share!r} must be between 0 (no stateful "
+                f"phase) and {1 - CHECK_RESERVE - 0.05:.2f}, so the chaos scenarios keep "
+                f"some budget; the default is {STATEFUL_SHARE}.")
 
 
 class Progress:
@@ -93,11 +108,14 @@ def certify(factory: BackendFactory | str | None = None, options: CertifyOptions
 
     options = options or CertifyOptions()
     progress = progress or Progress()
+    named: BackendFactory | str
     if factory is None or isinstance(factory, str):
         spec = factory or REFERENCE
         resolved = load_factory(spec)
+        named = spec
     else:
         spec, resolved = _name_of(factory), factory
+        named = factory
     seed = options.seed if options.seed is not None else random.SystemRandom().randrange(2**31)
     started = time.monotonic()
 
@@ -112,7 +130,7 @@ def certify(factory: BackendFactory | str | None = None, options: CertifyOptions
         plan = scenario.plan(seed=seed, workers=options.workers, level=options.level,
                              scale=entry.scale)
         plans.append((scenario, entry, plan))
-    run_budget = options.budget_s * (1 - CHECK_RESERVE)
+    run_budget = options.budget_s * (1 - CHECK_RESERVE - options.stateful_share)
     total_share = sum(entry.share for _, entry, _ in plans) or 1.0
 
     options.out.mkdir(parents=True, exist_ok=True)
@@ -146,6 +164,10 @@ def certify(factory: BackendFactory | str | None = None, options: CertifyOptions
                 summaries.append(ScenarioSummary(
                     scenario.name, result.steps_planned, result.steps_done, result.elapsed_s,
                     result.budget_exhausted, result.faults_fired, tuple(plan.requires)))
+        stateful = None
+        if options.stateful_share > 0:
+            progress.scenario("stateful (Hypothesis)")
+            stateful = _stateful_phase(named, seed, options)
         progress.finish()
 
         history = read_history(history_path)
@@ -155,11 +177,23 @@ def certify(factory: BackendFactory | str | None = None, options: CertifyOptions
             coverage=measure(history), scenarios=summaries, errors=backend_errors(history),
             restore_supported=restore_supported, history_entries=len(history),
             elapsed_s=time.monotonic() - started,
-            command=_command(spec, seed, options))
+            command=_command(spec, seed, options), stateful=stateful)
         report.write(options.out)
         if exporter is not None:
             exporter.finish(success=report.verdict == "certified", duration_s=report.elapsed_s)
     return report
+
+
+def _stateful_phase(named: BackendFactory | str, seed: int,
+                    options: CertifyOptions) -> dict[str, Any]:
+    """Search for short failing programs; a spec string is passed as given, so the
+    printed programs import the backend back by that name."""
+    from invariants.stateful import run_stateful_phase
+
+    shutil.rmtree(options.out / "stateful", ignore_errors=True)
+    outcome = run_stateful_phase(named, budget_s=options.budget_s * options.stateful_share,
+                                 seed=seed, level=options.level, out=options.out)
+    return outcome.to_dict()
 
 
 def _serving(exporter: Exporter | None) -> AbstractContextManager[object]:
@@ -181,7 +215,8 @@ def replay(out: Path) -> Report:
         checks=check_history(history, level=saved["level"]), coverage=measure(history),
         errors=backend_errors(history),
         scenarios=scenarios, restore_supported=saved["restore_supported"],
-        history_entries=len(history), elapsed_s=0.0, command=saved["reproduce"])
+        history_entries=len(history), elapsed_s=0.0, command=saved["reproduce"],
+        stateful=saved.get("stateful"))
 
 
 def _name_of(factory: Callable[..., object]) -> str:
@@ -199,4 +234,6 @@ def _command(spec: str, seed: int, options: CertifyOptions) -> str:
         parts += ["--processes", str(options.processes)]
     if options.suite != CertifyOptions.suite:
         parts += ["--suite", options.suite]
+    if options.stateful_share != STATEFUL_SHARE:
+        parts += ["--stateful-share", f"{options.stateful_share:g}"]
     return shlex.join(parts)

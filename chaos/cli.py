@@ -63,10 +63,11 @@ def _dispatch(args: argparse.Namespace) -> Report:
         return nightly(args.backend, NightlyOptions(
             out=Path(args.out), suite=args.suite, budget_s=args.budget, seed=args.seed,
             level=args.level, workers=args.workers, processes=args.processes,
-            keep=args.keep), progress=progress, metrics=metrics).report
+            keep=args.keep, stateful_share=args.stateful_share),
+            progress=progress, metrics=metrics).report
     options = CertifyOptions(budget_s=args.budget, seed=args.seed, level=args.level,
                              workers=args.workers, out=Path(args.out), suite=args.suite,
-                             processes=args.processes)
+                             processes=args.processes, stateful_share=args.stateful_share)
     return certify(args.backend, options, progress=progress, metrics=metrics)
 
 

@@ -161,6 +161,12 @@ def _add_plan_options(group: argparse._ArgumentGroup) -> None:
                        help="spread the workers over P worker processes, each opening its own "
                             "handles from the factory; 0 keeps them as threads "
                             "[env MEMCERT_PROCESSES, default 0]")
+    group.add_argument("--stateful-share", type=float,
+                       default=float(_env("MEMCERT_STATEFUL_SHARE", "0.2") or 0.2),
+                       metavar="FRACTION",
+                       help="share of the budget for the stateful phase, where Hypothesis "
+                            "searches for the shortest program that breaks an invariant; 0 "
+                            "skips it [env MEMCERT_STATEFUL_SHARE, default 0.2]")
 
 
 def _int_env(name: str) -> int | None:

@@ -41,7 +41,7 @@ from invariants.errors import InvalidArgument
 from invariants.history import Paraphrase
 from invariants.verdict import Violation, render_explanation
 
-from .certify import CertifyOptions, Progress, certify
+from .certify import STATEFUL_SHARE, CertifyOptions, Progress, certify
 from .coverage import CONDITIONS
 from .metrics import BUCKETS_S, DURATION, READS, VIOLATION_METRICS, MetricsOptions
 from .report import Report
@@ -75,6 +75,7 @@ class NightlyOptions:
     workers: int = 8
     processes: int = 0
     keep: int = 30
+    stateful_share: float = STATEFUL_SHARE
 
     def __post_init__(self) -> None:
         if isinstance(self.keep, bool) or not isinstance(self.keep, int) or self.keep < 0:
@@ -110,7 +111,8 @@ def nightly(factory: Any = None, options: NightlyOptions | None = None, *,
     report = certify(factory, CertifyOptions(
         budget_s=options.budget_s or suite.budget_s, seed=options.seed, level=options.level,
         workers=options.workers, out=folder, suite=options.suite,
-        processes=options.processes), progress=progress, metrics=metrics)
+        processes=options.processes, stateful_share=options.stateful_share),
+        progress=progress, metrics=metrics)
     page = render_report(report, suite=options.suite, started=started,
                          history=folder / "history.jsonl", workers=options.workers,
                          samples=_samples(registry))
@@ -431,6 +433,12 @@ def _counterexamples(report: Report, shown: Mapping[str, Sequence[Violation]],
                 f"<details><summary>history lines of ops "
                 f"{', '.join(map(str, violation.witnesses))}</summary>"
                 f"<pre>{_e(chr(10).join(lines))}</pre></details></div>")
+    for failure in (report.stateful or {}).get("failures", []):
+        parts.append(
+            f"<h3>{_e(', '.join(failure['checkers']))}: the stateful phase's shortest "
+            f"program, {failure['steps']} step(s)</h3>"
+            f'<div class="cex">{"".join(f"<p>{_e(t)}</p>" for t in failure["explanations"])}'
+            f"<pre>{_e(failure['program'])}</pre></div>")
     return "\n".join(parts) or "<p>No violations: nothing to show.</p>"
 
 

@@ -6,13 +6,20 @@ and ``invariants`` keyed by the six guarantees, each with at least ``verdict`` (
 ``fail`` | ``unknown`` | ``skipped``), ``violations``, ``checked``, ``rate`` and
 ``examples``. The phantom checker (a value no write produced) reports under
 ``durability``: both say the store does not return what it was given.
+
+Two phases can find a violation: the chaos scenarios, whose history is checked, and
+the stateful phase, whose shrunk programs are saved under ``stateful/``. Each
+invariant's ``found_by`` names the phases that found one; ``violations``, ``checked``
+and ``rate`` describe the chaos history alone, so that rates stay comparable across
+runs, and a stateful finding adds its explanation to ``examples`` and its program's
+path to ``programs``. The top-level ``stateful`` holds the phase's own outcome.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 from xml.etree import ElementTree
@@ -61,6 +68,8 @@ class InvariantVerdict:
     witnesses: tuple[tuple[int, ...], ...]
     missing_conditions: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
+    found_by: tuple[str, ...] = ()
+    programs: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -73,6 +82,8 @@ class InvariantVerdict:
             "witnesses": [list(w) for w in self.witnesses],
             "missing_conditions": list(self.missing_conditions),
             "notes": list(self.notes),
+            "found_by": list(self.found_by),
+            "programs": list(self.programs),
         }
 
 
@@ -106,6 +117,7 @@ class Report:
     elapsed_s: float
     command: str
     errors: Mapping[str, tuple[int, str]] = field(default_factory=dict)
+    stateful: Mapping[str, Any] | None = None
 
     @property
     def exit_code(self) -> int:
@@ -132,6 +144,7 @@ class Report:
             "history_entries": self.history_entries,
             "elapsed_s": round(self.elapsed_s, 3),
             "reproduce": self.command,
+            "stateful": None if self.stateful is None else dict(self.stateful),
         }
 
     def write(self, out: Path) -> None:
@@ -155,12 +168,16 @@ def build_report(
     elapsed_s: float,
     command: str,
     errors: Mapping[str, tuple[int, str]] | None = None,
+    stateful: Mapping[str, Any] | None = None,
 ) -> Report:
-    """Combine checker results and coverage into per-invariant verdicts."""
+    """Combine checker results, coverage and the stateful phase's findings (the JSON
+    form of :class:`invariants.stateful.StatefulOutcome`) into per-invariant verdicts."""
     required = {cond for s in scenarios for cond in s.requires}
     invariants = {
-        name: _verdict(name, [checks[c] for c in names if c in checks], coverage, required,
-                       restore_supported)
+        name: _with_stateful(
+            _verdict(name, [checks[c] for c in names if c in checks], coverage, required,
+                     restore_supported),
+            names, stateful)
         for name, names in INVARIANTS.items()
     }
     outcomes = {v.verdict for v in invariants.values()}
@@ -168,7 +185,28 @@ def build_report(
                         else "unknown" if "unknown" in outcomes else "certified")
     return Report(backend, seed, level, overall, invariants, dict(checks), dict(coverage),
                   tuple(scenarios), restore_supported, history_entries, elapsed_s, command,
-                  dict(errors or {}))
+                  dict(errors or {}), stateful)
+
+
+def _with_stateful(verdict: InvariantVerdict, checkers: tuple[str, ...],
+                   stateful: Mapping[str, Any] | None) -> InvariantVerdict:
+    """A violation the stateful phase shrank fails the invariant whatever the chaos
+    history showed; the phase's undecided checkers leave the chaos verdict alone, since
+    the chaos history alone is what a pass rests on."""
+    chaos = ("chaos",) if verdict.verdict == "fail" else ()
+    if not stateful:
+        return replace(verdict, found_by=chaos)
+    found = [f for f in stateful["failures"] if set(f["checkers"]) & set(checkers)]
+    if not found:
+        return replace(verdict, found_by=chaos)
+    saved = stateful.get("saved", {})
+    programs = tuple(dict.fromkeys(saved[c] for c in checkers if c in saved))
+    explanations = tuple(
+        f"The stateful phase shrank this to {f['steps']} step(s):\n{text}"
+        for f in found for text in f["explanations"])
+    return replace(
+        verdict, verdict="fail", found_by=(*chaos, "stateful"), programs=programs,
+        examples=verdict.examples + explanations)
 
 
 def _verdict(name: str, results: list[CheckResult], coverage: Mapping[str, int],
@@ -247,7 +285,9 @@ def render_table(report: Report) -> str:
            *lines, ""]
     for name, v in report.invariants.items():
         if v.verdict in ("fail", "unknown"):
-            out.append(f"{name}: {v.verdict}")
+            found = f" (found by {' and '.join(v.found_by)})" if v.found_by else ""
+            out.append(f"{name}: {v.verdict}{found}")
+            out.extend(f"  shortest program: {path}" for path in v.programs)
             out.extend(f"  {line}" for text in v.examples + v.notes
                        for line in text.splitlines())
             out.append("")

@@ -18,8 +18,10 @@ INVARIANT_OF = {checker: name for name, checkers in INVARIANTS.items() for check
 
 
 def options(tmp_path: Path, **overrides) -> CertifyOptions:
+    """The chaos phase alone unless a test asks for the stateful one: tests/stateful
+    covers the machine on every known-bad backend, and the suite's time is shared."""
     return CertifyOptions(**{"budget_s": 60.0, "seed": 20261129, "out": tmp_path / "out",
-                             **overrides})
+                             "stateful_share": 0.0, **overrides})
 
 
 @pytest.mark.slow
@@ -37,11 +39,14 @@ def test_each_known_bad_backend_fails_the_invariant_it_breaks(tmp_path, name):
 @pytest.mark.slow
 def test_the_reference_store_on_sqlite_is_certified(tmp_path, monkeypatch, sqlite_url):
     monkeypatch.setenv("MEMCERT_DB_URL", sqlite_url)
-    report = certify(None, options(tmp_path))
+    report = certify(None, options(tmp_path, stateful_share=0.2))
     assert {n: v.verdict for n, v in report.invariants.items()} == dict.fromkeys(INVARIANTS,
                                                                                "pass")
     assert sum(c.violation_count for c in report.checks.values()) == 0
     assert report.verdict == "certified"
+    assert report.stateful is not None
+    assert report.stateful["failed"] == [] and report.stateful["examples"] > 0
+    assert not (tmp_path / "out" / "stateful").exists()
 
 
 @pytest.mark.slow
@@ -112,3 +117,61 @@ def test_an_in_process_backend_refuses_worker_processes(tmp_path):
 
     with pytest.raises(InvalidArgument, match="keeps its store inside one process"):
         certify("chaos.examples:in_memory", options(tmp_path, processes=2))
+
+
+@pytest.mark.slow
+def test_the_stateful_phase_names_itself_and_replay_carries_it(tmp_path):
+    out = tmp_path / "out"
+    (out / "stateful").mkdir(parents=True)
+    (out / "stateful" / "uniqueness.py").write_text("left by an earlier run")
+    report = certify("chaos.examples:leaky_namespaces",
+                     options(tmp_path, budget_s=10.0, stateful_share=0.4))
+
+    isolation = report.invariants["isolation"]
+    assert isolation.verdict == "fail"
+    assert isolation.found_by == ("chaos", "stateful")
+    program = out / "stateful" / "isolation.py"
+    assert isolation.programs == (str(program),)
+    assert sorted(p.name for p in (out / "stateful").iterdir()) == ["isolation.py"]
+    assert "state.teardown()" in program.read_text()
+    assert isolation.examples[-1].startswith("The stateful phase shrank this to ")
+    assert all(v.found_by == () for n, v in report.invariants.items() if n != "isolation")
+    saved = json.loads((out / "results.json").read_text())
+    assert saved["invariants"]["isolation"]["found_by"] == ["chaos", "stateful"]
+    assert saved["stateful"]["failed"] == ["isolation"]
+    assert "--stateful-share 0.4" in saved["reproduce"]
+    again = replay(out)
+    assert again.invariants["isolation"].found_by == ("chaos", "stateful")
+    assert again.stateful == saved["stateful"]
+
+
+def test_a_violation_only_the_stateful_phase_found_fails_the_invariant():
+    from chaos.report import build_report
+    from invariants.verdict import CheckResult, Validity
+
+    checks = {name: CheckResult(name, Validity.VALID, 0, (), (), 10, 0.0, 0, "violations", 10,
+                                "reads") for names in INVARIANTS.values() for name in names}
+    stateful = {"failures": [{"checkers": ["uniqueness"], "steps": 3,
+                              "explanations": ["uniqueness: Let A = op 0 ..."]}],
+                "saved": {"uniqueness": "out/stateful/uniqueness.py"}}
+    report = build_report(backend="b", seed=1, level="lexical", checks=checks, coverage={},
+                          scenarios=[], restore_supported=True, history_entries=0,
+                          elapsed_s=0.0, command="memcert certify b", stateful=stateful)
+
+    uniqueness = report.invariants["uniqueness"]
+    assert (uniqueness.verdict, uniqueness.found_by) == ("fail", ("stateful",))
+    assert uniqueness.programs == ("out/stateful/uniqueness.py",)
+    assert uniqueness.examples == (
+        "The stateful phase shrank this to 3 step(s):\nuniqueness: Let A = op 0 ...",)
+    assert report.verdict == "failed"
+    assert report.invariants["isolation"].verdict == "pass"
+
+
+def test_the_stateful_share_must_leave_the_chaos_phase_some_budget(tmp_path):
+    from invariants.errors import InvalidArgument
+
+    with pytest.raises(InvalidArgument) as raised:
+        options(tmp_path, stateful_share=0.9)
+    assert str(raised.value) == (
+        "stateful_share=0.9 must be between 0 (no stateful phase) and 0.80, so the chaos "
+        "scenarios keep some budget; the default is 0.2.")

@@ -43,9 +43,10 @@ def test_each_night_gets_a_folder_with_the_results_and_a_report(two_nights):
     out, bad, good = two_nights
     assert bad.folder == out / "2026-11-28T020000Z"
     assert good.folder == out / "2026-11-29T020000Z"
-    for night in (bad, good):
-        assert sorted(p.name for p in night.folder.iterdir()) == [
-            "history.jsonl", "index.html", "junit.xml", "report.html", "results.json"]
+    kept = ["history.jsonl", "index.html", "junit.xml", "report.html", "results.json"]
+    assert sorted(p.name for p in good.folder.iterdir()) == kept
+    assert sorted(p.name for p in bad.folder.iterdir()) == sorted([*kept, "stateful"])
+    assert [p.name for p in (bad.folder / "stateful").iterdir()] == ["deletion_monotonicity.py"]
     assert bad.report.verdict == "failed" and bad.report.exit_code == 1
     saved = json.loads((bad.folder / "results.json").read_text())
     assert saved["reproduce"].endswith("--suite nightly")
@@ -61,6 +62,8 @@ def test_the_report_is_self_contained_and_shows_what_a_reader_needs(two_nights):
     assert "chaos.examples:restore_revives — failed" in page
     first = bad.report.checks["deletion_monotonicity"].violations[0]
     assert html.escape(render_explanation(first)) in page
+    program = (bad.folder / "stateful" / "deletion_monotonicity.py").read_text()
+    assert f"<pre>{html.escape(program)}</pre>" in page
     for scenario in bad.report.scenarios:
         assert f"<h3>{scenario.name}</h3>" in page
     for condition in ("read_after_delete", "read_after_restore", "delete_raced_write"):

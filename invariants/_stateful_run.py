@@ -1,0 +1,295 @@
+"""Run the machine under Hypothesis, and turn what it found into runnable programs.
+
+Hypothesis reports a failure by re-running the shortest program it found and attaching
+each printed step to the exception as a note (``state = BackendMachine()`` ...
+``state.teardown()``). :func:`run_machine` takes those steps, puts in front of them the
+two lines that build the same machine over the same backend, and so gives back a
+program that runs as it stands and raises at the step that shows the violation.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import importlib
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from hypothesis import seed as use_seed
+from hypothesis import settings as Settings
+from hypothesis.errors import FlakyFailure
+from hypothesis.stateful import run_state_machine_as_test
+
+from invariants.backend import BackendFactory
+from invariants.checkers import CHECKER_NAMES
+from invariants.errors import InvalidArgument
+
+from ._stateful_machine import BackendMachine, HandlePool, InvariantViolated, MachineConfig, Tally
+from ._stateful_settings import scoped
+from ._stateful_words import LEVELS, Level
+
+__all__ = [
+    "MachineRun",
+    "StatefulFailure",
+    "make_config",
+    "name_backend",
+    "render_program",
+    "run_machine",
+]
+
+_FIRST = "state = "
+_LAST = "state.teardown()"
+_STEP = re.compile(r"(\w+(, \w+)* = )*state\.(?!teardown\(\))\w+\(")
+"""The first line of a step: a rule called, its results maybe assigned."""
+
+
+@dataclass(frozen=True)
+class StatefulFailure:
+    """One violation the machine found, shrunk.
+
+    ``checkers`` found it at the failing step; ``explanations`` are their violations,
+    rendered; ``program`` is the runnable program and ``steps`` the number of steps in
+    it (the lines between building the machine and tearing it down). ``concurrent``
+    says that operations of the program race, so a run may interleave them otherwise
+    and show the violation differently, or not at all; ``flaky``, that the last replay
+    did not show it again. ``notes`` are whatever else Hypothesis said (the
+    ``@reproduce_failure`` blob, under the ci profile).
+    """
+
+    checkers: tuple[str, ...]
+    explanations: tuple[str, ...]
+    program: str
+    steps: int
+    concurrent: bool = False
+    flaky: bool = False
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class MachineRun:
+    """What one Hypothesis run of the machine concluded.
+
+    ``undecided`` maps each judged checker that found nothing but could not have (it
+    never had anything to check, or it crashed) to the reason; such a checker has not
+    passed. ``programs`` counts the programs run, shrinking included; ``decisions``,
+    the contract's decisions the oracle expected of the operations sent.
+    """
+
+    failures: tuple[StatefulFailure, ...]
+    programs: int
+    checked: Mapping[str, int]
+    undecided: Mapping[str, str] = field(default_factory=dict)
+    restore_supported: bool = True
+    decisions: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def failed(self) -> tuple[str, ...]:
+        """Checkers that found a violation, in the checkers' order."""
+        found = {name for f in self.failures for name in f.checkers}
+        return tuple(name for name in CHECKER_NAMES if name in found)
+
+
+def name_backend(backend: BackendFactory | str) -> tuple[BackendFactory, str, str | None]:
+    """The factory, a name to show, and a ``package.module:callable`` spec that imports
+    it back (None if it cannot be imported by name, as a closure cannot)."""
+    if isinstance(backend, str):
+        from chaos.factory import load_factory
+
+        return load_factory(backend), backend, backend
+    if not callable(backend):
+        raise InvalidArgument(
+            f"backend={backend!r} (type {type(backend).__name__}) is not a backend factory; "
+            "pass a zero-argument callable or its 'package.module:callable' name"
+        )
+    module = getattr(backend, "__module__", None)
+    qualname = getattr(backend, "__qualname__", None)
+    if not module or not qualname:
+        return backend, repr(backend), None
+    name = f"{module}:{qualname}"
+    try:
+        target: object = importlib.import_module(module)
+        for part in qualname.split("."):
+            target = getattr(target, part)
+    except (ImportError, AttributeError):
+        return backend, name, None
+    return backend, name, name if target is backend else None
+
+
+def make_config(
+    factory: BackendFactory,
+    *,
+    level: str,
+    checkers: Sequence[str],
+    restore: bool = True,
+    concurrency: bool = True,
+    pool: HandlePool | None = None,
+    tally: Tally | None = None,
+) -> MachineConfig:
+    """A validated machine config: each bad argument is named, with the fix."""
+    if level not in LEVELS[1:]:
+        raise InvalidArgument(
+            f"level={level!r} is not a normalization level; use one of "
+            f"{', '.join(LEVELS[1:])}"
+        )
+    judged = tuple(checkers)
+    unknown = [name for name in judged if name not in CHECKER_NAMES]
+    if unknown or not judged:
+        raise InvalidArgument(
+            f"checkers={judged!r} must name one or more of {', '.join(CHECKER_NAMES)}"
+        )
+    chosen: Level = LEVELS[LEVELS.index(level)]
+    return MachineConfig(
+        factory, chosen, judged, restore, concurrency, pool, tally if tally else Tally()
+    )
+
+
+def render_program(
+    steps: Sequence[str], *, backend: str, spec: str | None, level: str, checkers: Sequence[str]
+) -> str:
+    """The steps Hypothesis printed, with the lines that build the machine in front."""
+    judged = tuple(checkers)
+    lines = [
+        f"# memcert: the shortest program found that breaks {', '.join(judged)}",
+        f"# on {backend}.",
+        "# Run it with python: the step that shows the violation raises the error.",
+        "from invariants.stateful import machine_for",
+        "",
+    ]
+    target = repr(spec)
+    if spec is None:
+        lines.append("backend_factory = ...  # not importable by name: put the factory here")
+        target = "backend_factory"
+    lines += [
+        "BackendMachine = machine_for(",
+        f"    {target}, level={level!r}, checkers={judged!r}",
+        ")",
+        *steps,
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def run_machine(
+    backend: BackendFactory | str,
+    *,
+    level: str,
+    checkers: Sequence[str],
+    settings: Settings,
+    restore: bool = True,
+    concurrency: bool = True,
+    seed: int | None = None,
+) -> MachineRun:
+    """Run Hypothesis over the machine on ``backend`` and collect what it found.
+
+    ``checkers`` are the ones judged (a program fails when one of them finds a
+    violation); all of them run. Handles are opened once for the whole run and closed
+    at its end. An error that is not a violation (the machine, or the backend breaking
+    the contract's types) is raised as it is.
+
+    A violation found by a program whose operations raced is searched for again
+    without races: if the bug shows without them, the program reported is the one
+    that does not race, which shrinks further and shows the violation on every run.
+    """
+    factory, name, spec = name_backend(backend)
+    tally = Tally()
+    pool = HandlePool(factory)
+    try:
+        config = make_config(factory, level=level, checkers=checkers, restore=restore,
+                             concurrency=concurrency, pool=pool, tally=tally)
+        failures = _search(config, name, spec, settings, seed)
+        raced = tuple(name for f in failures if f.concurrent for name in f.checkers)
+        if raced:
+            calm = _search(dataclasses.replace(config, checkers=raced, concurrency=False),
+                           name, spec, scoped(settings, "without races"), seed)
+            found = {name for f in calm for name in f.checkers}
+            failures = calm + tuple(
+                f for f in failures if not (f.concurrent and set(f.checkers) <= found))
+    finally:
+        pool.close()
+    return MachineRun(
+        failures=failures,
+        programs=tally.programs,
+        checked=dict(tally.checked),
+        undecided={} if failures else tally.undecided(config.checkers),
+        restore_supported=tally.restore_supported,
+        decisions=dict(sorted(tally.decisions.items())),
+    )
+
+
+def _search(
+    config: MachineConfig, name: str, spec: str | None, settings: Settings, seed: int | None
+) -> tuple[StatefulFailure, ...]:
+    make: Callable[[], BackendMachine] = functools.partial(BackendMachine, config)
+    if seed is not None:
+        make = use_seed(seed)(make)
+    try:
+        # Documented to take "anything which returns an instance of
+        # RuleBasedStateMachine when called with no arguments"; typed as a class only.
+        run_state_machine_as_test(make, settings=settings)  # type: ignore[arg-type]
+    except Exception as error:
+        return _failures(error, name, spec, config)
+    return ()
+
+
+def _failures(
+    error: Exception, backend: str, spec: str | None, config: MachineConfig
+) -> tuple[StatefulFailure, ...]:
+    found: list[StatefulFailure] = []
+    others: list[BaseException] = []
+    _collect(error, (), False, found, others, backend, spec, config)
+    if others or not found:
+        raise error
+    return tuple(found)
+
+
+def _collect(
+    error: BaseException,
+    inherited: tuple[str, ...],
+    flaky: bool,
+    found: list[StatefulFailure],
+    others: list[BaseException],
+    backend: str,
+    spec: str | None,
+    config: MachineConfig,
+) -> None:
+    """Walk an exception (groups included) for violations, each with its program notes."""
+    notes = tuple(getattr(error, "__notes__", ()))
+    if not any(n.startswith(_FIRST) for n in notes):
+        notes = inherited + notes
+    if isinstance(error, BaseExceptionGroup):
+        flaky = flaky or isinstance(error, FlakyFailure)
+        for inner in error.exceptions:
+            _collect(inner, notes, flaky, found, others, backend, spec, config)
+        return
+    if not isinstance(error, InvariantViolated):
+        others.append(error)
+        return
+    steps, extra = _split(notes)
+    found.append(StatefulFailure(
+        checkers=error.checkers,
+        explanations=error.explanations,
+        program=render_program(steps, backend=backend, spec=spec, level=config.level,
+                               checkers=config.checkers),
+        steps=sum(1 for line in steps if _STEP.match(line)),
+        concurrent=error.concurrent,
+        flaky=flaky,
+        notes=extra,
+    ))
+
+
+def _split(notes: tuple[str, ...]) -> tuple[list[str], tuple[str, ...]]:
+    """The program's lines (one note may hold several), and the other notes."""
+    steps: list[str] = []
+    extra: list[str] = []
+    inside = False
+    for note in notes:
+        if note.startswith(_FIRST):
+            inside = True
+            steps = []
+        if inside:
+            steps.extend(note.split("\n"))
+            if note == _LAST:
+                inside = False
+        elif note.strip() and not note.startswith("Failing test case:"):
+            extra.append(note.strip())
+    return steps, tuple(extra)

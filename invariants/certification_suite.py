@@ -1,0 +1,281 @@
+"""The pytest certification suite: one test per invariant, each run by the stateful machine.
+
+A backend's authors certify it from their own test suite by subclassing
+:class:`MemoryBackendCertification` in a test module and providing a ``backend_factory``
+fixture::
+
+    from invariants.certification_suite import MemoryBackendCertification
+
+    class TestMyStore(MemoryBackendCertification):
+        @pytest.fixture
+        def backend_factory(self):
+            return "mystore:factory"   # or the factory itself
+
+Or with no code at all: ``pytest --memcert-backend=mystore:factory``.
+
+Capabilities are declared by overriding the ``memcert_level`` fixture (the normalization
+level the backend claims; ``lexical`` by default) and the ``memcert_restore`` fixture
+(True or False; None, the default, detects it). A capability the backend lacks makes
+the tests that need it SKIPPED with the reason, never passed. A test whose checker had
+nothing to check fails: an unknown is not a pass.
+
+Every test of the suite must run in every subclass. Leaving one out (``test_x = None``)
+or overriding it without ``@pytest.mark.xfail(reason=...)`` raises
+:class:`IncompleteSuite` when the subclass is defined, so pytest reports the module as
+an error; that is the guard against a certification quietly missing an invariant.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from invariants.backend import BackendFactory
+from invariants.checkers import CHECKER_NAMES
+from invariants.errors import InvalidArgument, MemcertError
+
+from ._stateful_run import MachineRun, StatefulFailure, name_backend, run_machine
+from ._stateful_settings import active_settings, scoped
+from ._stateful_words import LEVELS
+
+__all__ = ["SUITE_TESTS", "Certifier", "IncompleteSuite", "MemoryBackendCertification"]
+
+SUITE_TESTS: tuple[str, ...] = (
+    *(f"test_{name}" for name in CHECKER_NAMES),
+    "test_deletion_monotonicity_after_restore",
+)
+"""Every test a certification must run: one per checker, and restores."""
+
+
+class IncompleteSuite(MemcertError, TypeError):
+    """A subclass of the suite leaves a test out, or overrides one without saying why."""
+
+
+def _xfail_reason(test: object) -> str | None:
+    for mark in getattr(test, "pytestmark", ()):
+        if mark.name == "xfail":
+            reason = mark.kwargs.get("reason") or (mark.args[1] if len(mark.args) > 1 else "")
+            if isinstance(reason, str) and reason.strip():
+                return reason
+    return None
+
+
+class Certifier:
+    """What one suite test needs: the backend, its declared capabilities, the options.
+
+    ``check`` runs the machine judging one checker and turns its conclusion into a
+    pytest outcome: a violation fails with the shrunk program, an absent capability
+    skips, a checker with nothing to check fails as undecided.
+    """
+
+    def __init__(
+        self,
+        backend: BackendFactory | str,
+        *,
+        level: str,
+        restore: bool | None,
+        node: str,
+        out: Path | None,
+    ) -> None:
+        if level not in LEVELS[1:]:
+            raise InvalidArgument(
+                f"memcert_level returned {level!r}; return one of {', '.join(LEVELS[1:])}"
+            )
+        self.factory, self.name, _ = name_backend(backend)
+        self.backend = backend
+        self.level = level
+        self.declared_restore = restore
+        self.node = node
+        self.out = out
+
+    def restore_supported(self) -> bool:
+        if self.declared_restore is not None:
+            return self.declared_restore
+        from .stateful import restore_supported
+
+        with self._exclusive():
+            return restore_supported(self.factory)
+
+    def check(self, checker: str, *, level: str | None = None, restore: bool | None = None) -> None:
+        """Judge ``checker``; ``level`` overrides the declared one (it may not exceed it),
+        ``restore`` forces restores on (the test needs them) or off."""
+        judged = level or self.level
+        if LEVELS.index(judged) > LEVELS.index(self.level):
+            pytest.skip(
+                f"{self.name} declares normalization level {self.level!r}; "
+                f"{judged} paraphrases are not required of it"
+            )
+        can_restore = restore is not False and self.restore_supported()
+        if restore and not can_restore:
+            pytest.skip(self._no_restore())
+        with self._exclusive():
+            run = run_machine(
+                self.backend,
+                level=judged,
+                checkers=(checker,),
+                restore=can_restore if restore is None else restore,
+                settings=scoped(active_settings(), f"{self.node}|{self.name}|{judged}"),
+            )
+        self._conclude(checker, judged, run, needs_restore=bool(restore))
+
+    def _no_restore(self) -> str:
+        how = "declared by memcert_restore" if self.declared_restore is False else (
+            "restore raised NotImplementedError")
+        return f"{self.name} does not implement restore ({how}); restore checks skipped"
+
+    def _conclude(self, checker: str, level: str, run: MachineRun, *, needs_restore: bool) -> None:
+        if run.failures:
+            pytest.fail(self._report(checker, level, run.failures), pytrace=False)
+        if needs_restore and not run.restore_supported:
+            pytest.skip(self._no_restore())
+        why = run.undecided.get(checker)
+        if why is not None:
+            pytest.fail(
+                f"memcert could not decide {checker} for {self.name}: {why}. "
+                "Nothing was checked, so this is not a pass.",
+                pytrace=False,
+            )
+
+    def _report(self, checker: str, level: str, failures: tuple[StatefulFailure, ...]) -> str:
+        parts = [f"memcert: {self.name} breaks {checker} (level {level})."]
+        for number, failure in enumerate(failures):
+            parts += list(failure.explanations)
+            timing = (" Its operations race, so a run may show it otherwise, or not at all."
+                      if failure.concurrent else "")
+            parts.append(f"The shortest program found that shows it (run it with python):{timing}")
+            parts.append(failure.program.rstrip("\n"))
+            parts += list(failure.notes)
+            if self.out is not None:
+                suffix = f"-{number}" if number else ""
+                path = self.out / "stateful" / f"{_file_name(self.node)}{suffix}.py"
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(failure.program, encoding="utf-8")
+                parts.append(f"Saved as {path}")
+        return "\n\n".join(parts)
+
+    @contextlib.contextmanager
+    def _exclusive(self) -> Iterator[None]:
+        """Hold a lock per backend across processes while the store is in use.
+
+        Each program resets the whole store. Under pytest-xdist two workers certifying
+        one backend whose store is shared between processes (a database) would reset
+        each other's data mid-program, so their tests take turns. Factories whose
+        store lives in one process say so with ``shares_across_processes = False``.
+        """
+        if not getattr(self.factory, "shares_across_processes", True):
+            yield
+            return
+        digest = hashlib.sha256(self.name.encode()).hexdigest()[:16]
+        path = Path(tempfile.gettempdir()) / f"memcert-{digest}.lock"
+        with open(path, "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _file_name(node: str) -> str:
+    name = node.rsplit("::", 1)[-1]
+    return "".join(c if c.isalnum() or c in "_-" else "_" for c in name).strip("_")
+
+
+class MemoryBackendCertification:
+    """The certification suite; subclass it as ``TestSomething`` with a
+    ``backend_factory`` fixture. See the module docstring."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for name in SUITE_TESTS:
+            test = getattr(cls, name, None)
+            if not callable(test):
+                raise IncompleteSuite(
+                    f"{cls.__name__} leaves out {name} of the memcert certification suite. "
+                    "A certification runs every test; to record a known failure, override "
+                    f"it with @pytest.mark.xfail(reason=...) instead."
+                )
+            if test is not getattr(MemoryBackendCertification, name) and not _xfail_reason(test):
+                raise IncompleteSuite(
+                    f"{cls.__name__} overrides {name} of the memcert certification suite "
+                    "without an xfail reason. Mark the override "
+                    '@pytest.mark.xfail(reason="why it fails"), or remove it.'
+                )
+
+    @pytest.fixture
+    def backend_factory(self) -> BackendFactory | str:
+        """The backend: a factory, or its ``package.module:callable`` name (which also
+        makes printed programs runnable as they stand). Subclasses must provide it."""
+        raise IncompleteSuite(
+            f"{type(self).__name__} has no backend_factory fixture; define one that returns "
+            "your backend factory or its 'package.module:callable' name"
+        )
+
+    @pytest.fixture
+    def memcert_level(self) -> str:
+        """The normalization level the backend claims: surface, lexical or semantic."""
+        return "lexical"
+
+    @pytest.fixture
+    def memcert_restore(self) -> bool | None:
+        """Whether the backend implements restore; None detects it."""
+        return None
+
+    @pytest.fixture
+    def memcert(
+        self,
+        request: pytest.FixtureRequest,
+        backend_factory: BackendFactory | str,
+        memcert_level: str,
+        memcert_restore: bool | None,
+    ) -> Certifier:
+        out = request.config.getoption("memcert_out", None)
+        return Certifier(
+            backend_factory,
+            level=memcert_level,
+            restore=memcert_restore,
+            node=request.node.nodeid,
+            out=None if out is None else Path(out),
+        )
+
+    def test_uniqueness(self, memcert: Certifier) -> None:
+        """A read never serves two facts for one slot (a conflict)."""
+        memcert.check("uniqueness")
+
+    def test_causal_monotonicity(self, memcert: Certifier) -> None:
+        """An older write never replaces a newer one; reads list records in causal
+        order (a reorder)."""
+        memcert.check("causal_monotonicity")
+
+    def test_deletion_monotonicity(self, memcert: Certifier) -> None:
+        """A deleted entity serves nothing and takes no writes (a resurrection); no
+        restores are sent, so this holds for a backend without them too."""
+        memcert.check("deletion_monotonicity", restore=False)
+
+    def test_deletion_monotonicity_after_restore(self, memcert: Certifier) -> None:
+        """A restore revives nothing from before the delete, late writes included."""
+        memcert.check("deletion_monotonicity", restore=True)
+
+    @pytest.mark.parametrize("level", LEVELS[1:])
+    def test_semantic_normalization(self, memcert: Certifier, level: str) -> None:
+        """Paraphrases of one fact, up to ``level``, leave one record (a duplicate)."""
+        memcert.check("semantic_normalization", level=level)
+
+    def test_durability(self, memcert: Certifier) -> None:
+        """An acknowledged write stays readable until superseded or deleted (lost)."""
+        memcert.check("durability")
+
+    def test_isolation(self, memcert: Certifier) -> None:
+        """Nothing written in one namespace is visible from another (a leak)."""
+        memcert.check("isolation")
+
+    def test_phantom(self, memcert: Certifier) -> None:
+        """Every value a read returns was written (a phantom)."""
+        memcert.check("phantom")
+

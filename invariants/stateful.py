@@ -1,0 +1,280 @@
+"""Hypothesis stateful testing of any backend: violations shrunk to runnable programs.
+
+:class:`BackendMachine` is a ``RuleBasedStateMachine`` over a backend factory. Its rules
+make entities, attribute names, facts and paraphrases (bundles), and send writes (stale
+ones, paraphrases, attribute-name variants), deletes, restores, reads and concurrent
+bursts. The history the machine records is checked by the shared checkers after every
+step; a violation fails the step, and Hypothesis shrinks the program to the shortest
+one it can find, printed so that it runs as it stands::
+
+    from invariants.stateful import machine_for
+
+    BackendMachine = machine_for(
+        'chaos.examples:restore_revives', level='lexical', checkers=('deletion_monotonicity',)
+    )
+    state = BackendMachine()
+    attributes_0, attributes_1 = state.init_attributes()
+    entities_0, entities_1 = state.init_entities()
+    facts_0, facts_1, facts_2 = state.init_facts(slot='coffee_preference', obj=0)
+    paraphrases_0, paraphrases_1, paraphrases_2 = facts_0, facts_1, facts_2
+    state.write(entity=entities_1, lag=0, wording=paraphrases_2)
+    state.delete(entity=entities_1, lag=0, reason='user request')
+    state.restore(entity=entities_1)
+    state.teardown()
+
+:func:`run_machine` runs Hypothesis over the machine once and says what it found;
+:func:`run_stateful_phase` is the phase ``memcert certify`` runs within its budget; the
+pytest plugin (:mod:`invariants.pytest_plugin`) runs the same machine, one test per
+invariant. Settings come from the ``memcert-dev``, ``memcert-ci`` and
+``memcert-nightly`` profiles (:mod:`invariants._stateful_settings`).
+
+This module imports Hypothesis; ``import invariants`` does not import it.
+"""
+
+from __future__ import annotations
+
+import collections
+import functools
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hypothesis import settings as Settings
+
+from invariants.backend import BackendFactory, Restore
+from invariants.checkers import CHECKER_NAMES
+from invariants.errors import InvalidArgument
+from invariants.verdict import Validity
+
+from ._stateful_machine import (
+    VIOLATED,
+    BackendMachine,
+    CausalMonotonicityViolated,
+    DeletionMonotonicityViolated,
+    DurabilityViolated,
+    InvariantViolated,
+    IsolationViolated,
+    PhantomViolated,
+    SemanticNormalizationViolated,
+    UniquenessViolated,
+)
+from ._stateful_run import MachineRun, StatefulFailure, make_config, name_backend, run_machine
+from ._stateful_settings import PROFILES, active_settings, scoped
+
+__all__ = [
+    "PROFILES",
+    "VIOLATED",
+    "BackendMachine",
+    "CausalMonotonicityViolated",
+    "DeletionMonotonicityViolated",
+    "DurabilityViolated",
+    "InvariantViolated",
+    "IsolationViolated",
+    "MachineRun",
+    "PhantomViolated",
+    "SemanticNormalizationViolated",
+    "StatefulFailure",
+    "StatefulOutcome",
+    "UniquenessViolated",
+    "machine_for",
+    "restore_supported",
+    "run_machine",
+    "run_stateful_phase",
+]
+
+BATCH = 10
+"""Programs per Hypothesis run of the phase; the budget is checked between runs."""
+
+
+def machine_for(
+    backend: BackendFactory | str,
+    *,
+    level: str = "lexical",
+    checkers: tuple[str, ...] = CHECKER_NAMES,
+) -> Callable[[], BackendMachine]:
+    """A zero-argument maker of machines over ``backend``, as printed programs use it.
+
+    ``backend`` is a factory or its ``package.module:callable`` name; ``level`` the
+    normalization level it claims; ``checkers`` those whose violations fail a step.
+    Each machine opens its own handles and closes them in ``teardown()``.
+    """
+    factory, _, _ = name_backend(backend)
+    return functools.partial(BackendMachine, make_config(factory, level=level, checkers=checkers))
+
+
+def restore_supported(factory: BackendFactory) -> bool:
+    """Detect the restore capability: restoring an entity that was never deleted is
+    refused (``not_deleted``) by a backend that has it, and raises
+    ``NotImplementedError`` in one that has not. The store is reset around the probe."""
+    handle = factory()
+    try:
+        handle.reset()
+        handle.restore(Restore("memcert_probe", "probe", 1, "memcert-probe-restore"))
+    except NotImplementedError:
+        return False
+    finally:
+        handle.reset()
+        handle.close()
+    return True
+
+
+@dataclass(frozen=True)
+class StatefulOutcome:
+    """What the stateful phase of a certification concluded.
+
+    - ``failed``: the checkers that found a violation, in the checkers' order; each has
+      a shrunk program in ``failures`` (also saved under ``out/stateful/``).
+    - ``examples``: programs run, shrinking and replays included.
+    - ``budget_exhausted``: the budget ran out before the profile's ``max_examples``
+      programs had been generated: the search was shallower than the profile asks.
+    - ``checked``: per checker, the opportunities for a violation its programs offered;
+      ``undecided``: the checkers that found nothing but cannot be said to have passed,
+      with the reason. Use :meth:`validity` for one checker's verdict.
+    - ``decisions``: how often each of the contract's decisions was expected of an
+      operation sent (``write stale``, ``restore applied``, ...): the cases exercised.
+    """
+
+    failures: tuple[StatefulFailure, ...]
+    examples: int
+    budget_exhausted: bool
+    checked: Mapping[str, int]
+    undecided: Mapping[str, str]
+    restore_supported: bool
+    seed: int
+    level: str
+    saved: Mapping[str, Path] = field(default_factory=dict)
+    decisions: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def failed(self) -> tuple[str, ...]:
+        found = {name for f in self.failures for name in f.checkers}
+        return tuple(name for name in CHECKER_NAMES if name in found)
+
+    @property
+    def program(self) -> str | None:
+        """The first failure's program, if any."""
+        return self.failures[0].program if self.failures else None
+
+    def validity(self, checker: str) -> Validity:
+        """INVALID if it found a violation, UNKNOWN if undecided, else VALID."""
+        if checker in self.failed:
+            return Validity.INVALID
+        if checker in self.undecided:
+            return Validity.UNKNOWN
+        return Validity.VALID
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready; ``saved`` paths as strings."""
+        return {
+            "failed": list(self.failed),
+            "verdicts": {name: self.validity(name).value for name in CHECKER_NAMES},
+            "examples": self.examples,
+            "budget_exhausted": self.budget_exhausted,
+            "checked": dict(self.checked),
+            "undecided": dict(self.undecided),
+            "restore_supported": self.restore_supported,
+            "decisions": dict(self.decisions),
+            "seed": self.seed,
+            "level": self.level,
+            "failures": [
+                {
+                    "checkers": list(f.checkers),
+                    "explanations": list(f.explanations),
+                    "steps": f.steps,
+                    "concurrent": f.concurrent,
+                    "flaky": f.flaky,
+                    "program": f.program,
+                    "notes": list(f.notes),
+                }
+                for f in self.failures
+            ],
+            "saved": {name: str(path) for name, path in self.saved.items()},
+        }
+
+
+def run_stateful_phase(
+    factory: BackendFactory | str,
+    *,
+    budget_s: float,
+    seed: int,
+    level: str,
+    out: Path,
+) -> StatefulOutcome:
+    """Search for violations with the machine until ``budget_s`` runs out, or until
+    every checker has found one.
+
+    Programs are generated in runs of :data:`BATCH`, each seeded from ``seed``, so the
+    same seed searches the same programs (the thread timing of bursts aside). When a
+    run finds violations, their checkers are judged no more and the search goes on for
+    the others. Each shrunk program is written to ``out/stateful/<checker>.py``. The
+    budget bounds the search; shrinking a found failure is allowed to finish, so the
+    phase may overrun by the time that takes (seconds, for an in-process backend).
+    """
+    if not budget_s > 0:
+        raise InvalidArgument(f"budget_s={budget_s!r} must be a positive number of seconds")
+    resolved, name, _ = name_backend(factory)
+    deadline = time.monotonic() + budget_s
+    base = active_settings()
+    can_restore = restore_supported(resolved)
+    judged = CHECKER_NAMES
+    failures: list[StatefulFailure] = []
+    checked = dict.fromkeys(CHECKER_NAMES, 0)
+    idle: dict[str, str] = {}
+    crashed: dict[str, str] = {}
+    decisions: collections.Counter[str] = collections.Counter()
+    examples = generated = batch = 0
+    while judged and time.monotonic() < deadline:
+        size = BATCH
+        scope = f"memcert-phase|{name}|{level}|{','.join(judged)}"
+        run = run_machine(
+            factory, level=level, checkers=judged, restore=can_restore, seed=seed * 7919 + batch,
+            settings=Settings(scoped(base, scope), max_examples=size, derandomize=False),
+        )
+        batch += 1
+        generated += size
+        examples += run.programs
+        decisions.update(run.decisions)
+        for checker, count in run.checked.items():
+            checked[checker] += count
+        for checker, why in run.undecided.items():
+            if run.checked[checker]:
+                crashed.setdefault(checker, why)
+            else:
+                idle[checker] = why
+        failures += run.failures
+        judged = tuple(c for c in judged if c not in run.failed)
+    undecided = {
+        c: crashed.get(c) or idle.get(c, "no program ran within the budget")
+        for c in judged
+        if c in crashed or not checked[c]
+    }
+    saved = _save(failures, out)
+    return StatefulOutcome(
+        failures=tuple(failures),
+        examples=examples,
+        budget_exhausted=bool(judged) and generated < base.max_examples,
+        checked=checked,
+        undecided=undecided,
+        restore_supported=can_restore,
+        seed=seed,
+        level=level,
+        saved=saved,
+        decisions=dict(sorted(decisions.items())),
+    )
+
+
+def _save(failures: list[StatefulFailure], out: Path) -> dict[str, Path]:
+    """Write each failure's program as ``out/stateful/<first checker>.py``."""
+    saved: dict[str, Path] = {}
+    if not failures:
+        return saved
+    folder = out / "stateful"
+    folder.mkdir(parents=True, exist_ok=True)
+    for failure in failures:
+        path = folder / f"{failure.checkers[0]}.py"
+        path.write_text(failure.program, encoding="utf-8")
+        for checker in failure.checkers:
+            saved.setdefault(checker, path)
+    return saved

@@ -1,0 +1,54 @@
+"""The stateful phase ``memcert certify`` runs: a budget, verdicts per checker, and the
+shrunk programs saved in the report folder."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from invariants.checkers import CHECKER_NAMES
+from invariants.errors import InvalidArgument
+from invariants.stateful import run_stateful_phase
+from invariants.verdict import Validity
+
+
+def test_a_broken_backend_fails_its_checker_and_the_program_is_saved(tmp_path):
+    outcome = run_stateful_phase("chaos.examples:leaky_namespaces", budget_s=3, seed=11,
+                                 level="lexical", out=tmp_path)
+
+    assert outcome.failed == ("isolation",)
+    assert outcome.validity("isolation") is Validity.INVALID
+    assert {name: outcome.validity(name) for name in CHECKER_NAMES if name != "isolation"} == (
+        dict.fromkeys([n for n in CHECKER_NAMES if n != "isolation"], Validity.VALID))
+    saved = tmp_path / "stateful" / "isolation.py"
+    assert outcome.saved == {"isolation": saved}
+    assert saved.read_text(encoding="utf-8") == outcome.program
+    assert outcome.program is not None
+    assert "# on chaos.examples:leaky_namespaces.\n" in outcome.program
+    assert outcome.examples > 0
+    assert (outcome.seed, outcome.level, outcome.restore_supported) == (11, "lexical", True)
+    data = json.loads(json.dumps(outcome.to_dict()))
+    assert data["failed"] == ["isolation"]
+    assert data["verdicts"]["isolation"] == "invalid"
+    assert data["saved"] == {"isolation": str(saved)}
+    assert data["failures"][0]["program"] == outcome.program
+
+
+def test_a_correct_backend_spends_the_budget_and_every_checker_is_valid(tmp_path):
+    outcome = run_stateful_phase("chaos.examples:no_restore", budget_s=3, seed=5,
+                                 level="lexical", out=tmp_path)
+
+    assert outcome.failures == ()
+    assert outcome.undecided == {}
+    assert all(outcome.validity(name) is Validity.VALID for name in CHECKER_NAMES)
+    assert outcome.restore_supported is False
+    assert outcome.saved == {}
+    assert not (tmp_path / "stateful").exists()
+
+
+def test_the_budget_must_be_positive(tmp_path):
+    with pytest.raises(InvalidArgument) as raised:
+        run_stateful_phase("chaos.examples:in_memory", budget_s=0, seed=1, level="lexical",
+                           out=tmp_path)
+    assert str(raised.value) == "budget_s=0 must be a positive number of seconds"

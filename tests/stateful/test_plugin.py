@@ -1,0 +1,219 @@
+"""The pytest plugin and the certification suite, run as a backend's authors run them:
+in a pytest process of their own, through ``--memcert-backend`` or a subclass."""
+
+from __future__ import annotations
+
+from xml.etree import ElementTree
+
+import pytest
+
+from .support import QUICK_PROFILE
+from .test_machine import LEAK, LEAK_PROGRAM
+
+PLUGIN = ("-p", "no:memcert", "-p", "invariants.pytest_plugin",
+          "--hypothesis-profile=memcert-quick", "-p", "no:cacheprovider")
+"""Load the plugin by module (``no:memcert`` keeps an installed entry point from loading
+it twice) and use a derandomized profile, so that every run sees the same programs."""
+
+
+@pytest.fixture
+def suite(pytester: pytest.Pytester) -> pytest.Pytester:
+    pytester.makeconftest(QUICK_PROFILE.format(examples=40))
+    return pytester
+
+
+def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest_subprocess(*PLUGIN, *args)
+
+
+def verdicts(pytester: pytest.Pytester, *args: str) -> dict[str, str]:
+    """Run, and read each test's outcome from the JUnit XML report."""
+    report = pytester.path / f"junit{len(args)}.xml"
+    run(pytester, f"--junitxml={report}", *args)
+    found = {}
+    for case in ElementTree.parse(report).getroot().iter("testcase"):
+        outcome = next((child.tag for child in case
+                        if child.tag in ("failure", "error", "skipped")), "passed")
+        found[f"{case.get('classname')}::{case.get('name')}"] = outcome
+    return found
+
+
+def test_the_option_runs_the_suite_and_skips_what_the_backend_lacks_saying_why(suite):
+    result = run(suite, "--memcert-backend=chaos.examples:no_restore",
+                 "--memcert-level=surface", "-rs")
+
+    result.assert_outcomes(passed=7, skipped=3)
+    result.stdout.fnmatch_lines([
+        "SKIPPED [[]1[]] *: chaos.examples:no_restore does not implement restore (restore "
+        "raised NotImplementedError); restore checks skipped"])
+    result.stdout.fnmatch_lines([
+        "SKIPPED [[]1[]] *: chaos.examples:no_restore declares normalization level "
+        "'surface'; lexical paraphrases are not required of it"])
+
+
+def test_a_violation_fails_its_test_with_the_runnable_program_printed_and_saved(suite):
+    report = suite.path / "report"
+    result = run(suite, "--memcert-backend=chaos.examples:leaky_namespaces",
+                 f"--memcert-out={report}", "-k", "isolation")
+
+    result.assert_outcomes(failed=1, deselected=9)
+    saved = report / "stateful" / "test_isolation.py"
+    assert saved.read_text(encoding="utf-8") == LEAK_PROGRAM
+    message = "\n\n".join([
+        "memcert: chaos.examples:leaky_namespaces breaks isolation (level lexical).",
+        LEAK,
+        "The shortest program found that shows it (run it with python):",
+        LEAK_PROGRAM.rstrip("\n"),
+    ])
+    assert message in result.stdout.str()
+    result.stdout.fnmatch_lines(["You can reproduce this test case by temporarily adding "
+                                 "@reproduce_failure(*) as a decorator on your test function",
+                                 "", f"Saved as {saved}"])
+
+
+def test_a_subclass_declares_its_level_and_m_memcert_selects_the_suite_only(suite):
+    suite.makepyfile(test_store="""
+        import pytest
+
+        from invariants.certification_suite import MemoryBackendCertification
+
+        class TestStore(MemoryBackendCertification):
+            @pytest.fixture
+            def backend_factory(self):
+                return "chaos.examples:in_memory"
+
+            @pytest.fixture
+            def memcert_level(self):
+                return "surface"
+
+        def test_something_else():
+            pass
+    """)
+    result = run(suite, "-m", "memcert", "-rs")
+
+    result.assert_outcomes(passed=8, skipped=2, deselected=1)
+    result.stdout.fnmatch_lines([
+        "SKIPPED [[]1[]] *: chaos.examples:in_memory declares normalization level "
+        "'surface'; lexical paraphrases are not required of it"])
+
+
+def test_a_checker_with_nothing_to_check_fails_as_undecided(suite):
+    suite.makepyfile(test_store="""
+        import pytest
+
+        from chaos.examples import InMemoryBackend, SharedFactory
+        from invariants.certification_suite import MemoryBackendCertification
+
+        class ReadsFail(InMemoryBackend):
+            def read(self, namespace, entity_id):
+                raise ConnectionError("read refused")
+
+        reads_fail = SharedFactory(ReadsFail)
+
+        class TestStore(MemoryBackendCertification):
+            @pytest.fixture
+            def backend_factory(self):
+                return reads_fail
+    """)
+    result = run(suite, "-k", "phantom")
+
+    result.assert_outcomes(failed=1, deselected=9)
+    result.stdout.fnmatch_lines([
+        "memcert could not decide phantom for SharedFactory(ReadsFail, level='lexical'): "
+        "nothing to check: no read returned a record. Nothing was checked, so this is not a "
+        "pass."])
+
+
+def test_a_suite_test_left_out_or_overridden_without_an_xfail_reason_is_an_error(suite):
+    header = """
+        import pytest
+
+        from invariants.certification_suite import MemoryBackendCertification
+
+    """
+    suite.makepyfile(
+        test_left_out=header + """
+        class TestLeftOut(MemoryBackendCertification):
+            test_isolation = None
+        """,
+        test_overridden=header + """
+        class TestOverridden(MemoryBackendCertification):
+            def test_isolation(self):
+                pass
+        """,
+        test_xfailed=header + """
+        class TestXfailed(MemoryBackendCertification):
+            @pytest.fixture
+            def backend_factory(self):
+                return "chaos.examples:in_memory"
+
+            @pytest.mark.xfail(reason="phantoms under review")
+            def test_phantom(self):
+                assert False
+        """,
+    )
+    result = run(suite, "--continue-on-collection-errors", "-k", "test_phantom", "-rx")
+
+    result.assert_outcomes(errors=2, xfailed=1, deselected=9)
+    result.stdout.fnmatch_lines([
+        "E   invariants.certification_suite.IncompleteSuite: TestLeftOut leaves out "
+        "test_isolation of the memcert certification suite. A certification runs every "
+        "test; to record a known failure, override it with @pytest.mark.xfail(reason=...) "
+        "instead."])
+    result.stdout.fnmatch_lines([
+        "E   invariants.certification_suite.IncompleteSuite: TestOverridden overrides "
+        "test_isolation of the memcert certification suite without an xfail reason. Mark "
+        'the override @pytest.mark.xfail(reason="why it fails"), or remove it.'])
+    result.stdout.fnmatch_lines(
+        ["XFAIL test_xfailed.py::TestXfailed::test_phantom - phantoms under review"])
+
+
+def test_a_misspelt_backend_is_a_usage_error(suite):
+    result = run(suite, "--memcert-backend=in_memory")
+
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([
+        "ERROR: --memcert-backend='in_memory' is not of the form package.module:factory; "
+        "for example --memcert-backend=reference_store:factory"])
+
+
+def test_the_same_verdicts_under_xdist(suite):
+    suite.makepyfile(test_verdicts="""
+        import pytest
+
+        from invariants.certification_suite import MemoryBackendCertification
+
+        class TestCorrect(MemoryBackendCertification):
+            @pytest.fixture
+            def backend_factory(self):
+                return "chaos.examples:in_memory"
+
+        class TestNoRestore(MemoryBackendCertification):
+            @pytest.fixture
+            def backend_factory(self):
+                return "chaos.examples:no_restore"
+
+        class TestLeaky(MemoryBackendCertification):
+            @pytest.fixture
+            def backend_factory(self):
+                return "chaos.examples:leaky_namespaces"
+    """)
+    alone = verdicts(suite)
+    spread = verdicts(suite, "-n", "2")
+
+    assert spread == alone
+    assert len(alone) == 30
+    assert {test: outcome for test, outcome in alone.items() if outcome != "passed"} == {
+        "test_verdicts.TestCorrect::test_semantic_normalization[semantic]": "skipped",
+        "test_verdicts.TestNoRestore::test_deletion_monotonicity_after_restore": "skipped",
+        "test_verdicts.TestNoRestore::test_semantic_normalization[semantic]": "skipped",
+        "test_verdicts.TestLeaky::test_semantic_normalization[semantic]": "skipped",
+        "test_verdicts.TestLeaky::test_isolation": "failure",
+    }
+
+
+def test_the_reference_store_passes_the_suite(suite, db_url, monkeypatch):
+    monkeypatch.setenv("MEMCERT_DB_URL", db_url)
+    result = run(suite, "--memcert-backend=reference_store:factory")
+
+    result.assert_outcomes(passed=9, skipped=1)
