@@ -26,8 +26,13 @@ def contention(
     steps: int,
     write_ratio: float,
     max_pause_s: float,
+    lag_ratio: float = 0.0,
+    max_lag: int = 1,
 ) -> list[list[Step]]:
-    """Per worker, ``steps`` random writes of new facts and reads over shared keys."""
+    """Per worker, ``steps`` random writes of new facts and reads over shared keys;
+    ``lag_ratio`` of the writes claim a seq up to ``max_lag`` ticks behind the clock.
+
+    No lag is drawn when ``lag_ratio`` is 0, so plans without lag keep their seeds."""
     plans: list[list[Step]] = []
     for worker in range(ctx.workers):
         rng = ctx.rng(f"{stream}/{worker}")
@@ -36,8 +41,10 @@ def contention(
             entity = rng.choice(entities)
             wait = pause(rng, max_pause_s)
             if rng.random() < write_ratio:
+                lag = (rng.randint(1, max_lag)
+                       if lag_ratio > 0 and rng.random() < lag_ratio else 0)
                 fact = ctx.facts.plain(namespace, entity, rng.choice(slots))
-                mine.append(fact.write(pause_s=wait))
+                mine.append(fact.write(pause_s=wait, seq_offset=-lag))
             else:
                 mine.append(read(namespace, entity, wait))
         plans.append(mine)

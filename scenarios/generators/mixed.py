@@ -17,7 +17,6 @@ from ._base import Context, Param, generator
 from ._steps import entity_ids, final_reads, interleave
 from .concurrent_writes import contention
 from .delete_then_write import delete_rounds
-from .out_of_order_causal import lagged_writes
 from .paraphrase_flood import flood
 
 __all__ = ["mixed"]
@@ -54,9 +53,9 @@ def mixed(ctx: Context) -> list[list[Step]]:
                              max_pause_s=max_pause_s)
 
     def lags(stream: str, namespace: str) -> list[list[Step]]:
-        return lagged_writes(ctx, stream=stream, namespace=namespace, entities=entities,
-                             slots=plain, steps=steps, write_ratio=0.7, lag_ratio=0.3,
-                             max_lag=8, max_pause_s=max_pause_s)
+        return contention(ctx, stream=stream, namespace=namespace, entities=entities,
+                          slots=plain, steps=steps, write_ratio=0.7, lag_ratio=0.3,
+                          max_lag=8, max_pause_s=max_pause_s)
 
     def paraphrases(stream: str, namespace: str) -> list[list[Step]]:
         return flood(ctx, stream=stream, namespace=namespace, entities=entities,

@@ -19,43 +19,13 @@ from chaos.plan import Step
 
 from ._base import Context, Param, generator
 from ._facts import PLAIN
-from ._steps import entity_ids, final_reads, pause, read
+from ._steps import entity_ids, final_reads, read
+from .concurrent_writes import contention
 
-__all__ = ["lagged_writes", "out_of_order_causal"]
+__all__ = ["out_of_order_causal"]
 
 HOT_ENTITY = "hot-1"
 HOT_SLOT = "city"
-
-
-def lagged_writes(
-    ctx: Context,
-    *,
-    stream: str,
-    namespace: str,
-    entities: tuple[str, ...],
-    slots: tuple[str, ...],
-    steps: int,
-    write_ratio: float,
-    lag_ratio: float,
-    max_lag: int,
-    max_pause_s: float,
-) -> list[list[Step]]:
-    """Per worker, ``steps`` writes and reads, a share of the writes with lagging seqs."""
-    plans: list[list[Step]] = []
-    for worker in range(ctx.workers):
-        rng = ctx.rng(f"{stream}/{worker}")
-        mine: list[Step] = []
-        for _ in range(steps):
-            entity = rng.choice(entities)
-            wait = pause(rng, max_pause_s)
-            if rng.random() < write_ratio:
-                lag = rng.randint(1, max_lag) if rng.random() < lag_ratio else 0
-                fact = ctx.facts.plain(namespace, entity, rng.choice(slots))
-                mine.append(fact.write(pause_s=wait, seq_offset=-lag))
-            else:
-                mine.append(read(namespace, entity, wait))
-        plans.append(mine)
-    return plans
 
 
 @generator(
@@ -85,7 +55,7 @@ def lagged_writes(
 def out_of_order_causal(ctx: Context) -> list[list[Step]]:
     namespace = ctx.scenario
     boundary = ctx.params["boundary_writes"]
-    hot = lagged_writes(
+    hot = contention(
         ctx,
         stream="hot",
         namespace=namespace,
@@ -97,7 +67,7 @@ def out_of_order_causal(ctx: Context) -> list[list[Step]]:
         max_lag=3,
         max_pause_s=0.0,
     ) if boundary else [[] for _ in range(ctx.workers)]
-    later = lagged_writes(
+    later = contention(
         ctx,
         stream="lagged",
         namespace=namespace,
