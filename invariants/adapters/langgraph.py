@@ -1,0 +1,254 @@
+"""LangGraph's long-term memory stores behind the contract in :mod:`invariants.backend`.
+
+Three stores, one adapter, three factories usable as specs::
+
+    memcert certify invariants.adapters.langgraph:inmemory_factory
+    memcert certify invariants.adapters.langgraph:sqlite_factory
+    MEMCERT_LANGGRAPH_PG_URL=postgresql://... \\
+        memcert certify invariants.adapters.langgraph:postgres_factory
+
+How the contract maps onto ``BaseStore`` (``put``, ``search``, ``delete``):
+
+- **Keys.** An entity is the namespace ``("memcert", namespace, entity_id)``, and an
+  attribute is the item's key, verbatim: no case folding, no normalization. A ``.``
+  (which LangGraph forbids in a namespace label), a ``%`` and a NUL are percent-encoded
+  in the two labels, so the mapping stays one-to-one.
+- **write** is one ``store.put(namespace, attribute, value)``. The item's value carries
+  the contract's fields as data: ``{"value", "causal_seq", "op_id", "source"}``.
+  LangGraph never refuses a put, so every write is acknowledged ``applied=True``: a put
+  with a lower ``causal_seq`` overwrites a newer item (last write wins), a put to a
+  deleted entity recreates it, and a retried ``op_id`` is applied again. The adapter
+  passes all of that through; refusing would certify the adapter instead of LangGraph.
+- **delete** lists the entity's items with ``store.search`` and calls
+  ``store.delete(namespace, key)`` on each. LangGraph deletes items, not entities, and
+  keeps no tombstone; the list and the deletes are separate calls, as they would be in
+  an application.
+- **restore** raises ``NotImplementedError``: LangGraph has nothing to restore from.
+- **read** is one ``store.search(namespace, limit=LISTING_LIMIT)`` with no query, the
+  store's own way to list a namespace, in the order the store serves it (insertion
+  order of the keys in memory, most recently updated first in SQLite and PostgreSQL).
+  It is not a ``get`` per key: the read does not know the keys, and splicing a listing
+  with later gets would show two states of the store as one. With a vector index,
+  LangGraph's semantic search ranks live rows joined to their vectors, so a deleted or
+  replaced value never comes back through it; stale vectors (langgraph#8214, #8757)
+  change scores and ranking only. This adapter configures no index.
+- ``Record.version`` is 0: LangGraph items carry no version.
+- **reset** deletes every item under the ``"memcert"`` root, through the same API.
+
+A handle is not bound to its thread: the SQLite connection is opened with
+``check_same_thread=False`` by LangGraph itself, and both SQL stores guard their one
+connection with their own lock. Nothing else here locks, orders or deduplicates.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+import threading
+from collections.abc import Callable
+from contextlib import AbstractContextManager, ExitStack, nullcontext
+from pathlib import Path
+
+from langgraph.store.base import BaseStore, Item
+from langgraph.store.memory import InMemoryStore
+
+from invariants.backend import Ack, Delete, Record, Restore, Write
+from invariants.errors import FactoryError
+
+__all__ = [
+    "LISTING_LIMIT",
+    "PG_URL_ENV",
+    "ROOT",
+    "SQLITE_PATH_ENV",
+    "LangGraphBackend",
+    "StoreFactory",
+    "entity_namespace",
+    "inmemory",
+    "inmemory_factory",
+    "postgres",
+    "postgres_factory",
+    "sqlite",
+    "sqlite_factory",
+]
+
+ROOT = "memcert"
+"""The first label of every namespace memcert writes; ``reset`` empties only this."""
+
+LISTING_LIMIT = 10_000
+"""``search`` returns 10 items unless told otherwise; an entity holds far fewer than this."""
+
+SQLITE_PATH_ENV = "MEMCERT_LANGGRAPH_SQLITE"
+PG_URL_ENV = "MEMCERT_LANGGRAPH_PG_URL"
+
+_ESCAPED = re.compile(r"[%.\x00]")
+
+
+def entity_namespace(namespace: str, entity_id: str) -> tuple[str, str, str]:
+    """The LangGraph namespace that holds one entity's items."""
+    return (ROOT, _label(namespace), _label(entity_id))
+
+
+def _label(text: str) -> str:
+    return _ESCAPED.sub(lambda m: f"%{ord(m.group()):02X}", text)
+
+
+class LangGraphBackend:
+    """A handle onto one LangGraph ``BaseStore``; see the module docstring for the mapping.
+
+    ``closing`` releases what this handle opened (a connection); the store object
+    itself may be shared with other handles.
+    """
+
+    def __init__(self, store: BaseStore, *, closing: Callable[[], None] | None = None) -> None:
+        self.store = store
+        self._closing = closing
+
+    def __repr__(self) -> str:
+        return f"LangGraphBackend({type(self.store).__name__})"
+
+    def write(self, op: Write) -> Ack:
+        self.store.put(entity_namespace(op.namespace, op.entity_id), op.attribute, {
+            "value": op.value, "causal_seq": op.causal_seq, "op_id": op.op_id,
+            "source": op.source,
+        })
+        return Ack(True)
+
+    def delete(self, op: Delete) -> Ack:
+        namespace = entity_namespace(op.namespace, op.entity_id)
+        for item in self._listing(namespace):
+            self.store.delete(namespace, item.key)
+        return Ack(True)
+
+    def restore(self, op: Restore) -> Ack:
+        raise NotImplementedError(
+            f"{type(self.store).__name__} deletes items outright and keeps no tombstone, "
+            "so there is nothing to restore")
+
+    def read(self, namespace: str, entity_id: str) -> list[Record]:
+        return [Record(entity_id, item.key, item.value["value"], item.value["causal_seq"], 0)
+                for item in self._listing(entity_namespace(namespace, entity_id))]
+
+    def reset(self) -> None:
+        while True:
+            items = [item for namespace in self.store.list_namespaces(prefix=(ROOT,),
+                                                                     limit=LISTING_LIMIT)
+                     for item in self._listing(namespace)]
+            if not items:
+                return
+            for item in items:
+                self.store.delete(item.namespace, item.key)
+
+    def close(self) -> None:
+        if self._closing is not None:
+            self._closing()
+            self._closing = None
+
+    def _listing(self, namespace: tuple[str, ...]) -> list[Item]:
+        return list(self.store.search(namespace, limit=LISTING_LIMIT))
+
+
+class StoreFactory:
+    """A backend factory: each call returns a new handle onto one LangGraph store.
+
+    ``open_store`` enters a context that yields a store object; it is called once if
+    ``shared`` (every handle gets that one object, as threads of an application share an
+    ``InMemoryStore``), otherwise once per handle (each handle its own connection onto
+    one database, as worker processes of an application would have). Each new store is
+    set up (``setup()``: tables and migrations) under a lock before its handle is
+    returned, because LangGraph's migrations are not meant to race and setup is not what
+    memcert certifies. Nothing is opened until the first call.
+    """
+
+    def __init__(self, name: str, open_store: Callable[[], AbstractContextManager[BaseStore]],
+                 *, shared: bool, shares_across_processes: bool) -> None:
+        self.name = name
+        self._open_store = open_store
+        self._shared = shared
+        self.shares_across_processes = shares_across_processes
+        self._lock = threading.Lock()
+        self._store: BaseStore | None = None
+
+    def __repr__(self) -> str:
+        return f"StoreFactory({self.name})"
+
+    def __call__(self) -> LangGraphBackend:
+        with self._lock:
+            if self._store is not None:
+                return LangGraphBackend(self._store)
+            handle = ExitStack()
+            store = handle.enter_context(self._open_store())
+            _setup(store)
+            if self._shared:
+                self._store = store
+                return LangGraphBackend(store)
+            return LangGraphBackend(store, closing=handle.close)
+
+
+def _setup(store: BaseStore) -> None:
+    setup: Callable[[], None] | None = getattr(store, "setup", None)
+    if setup is not None:
+        setup()
+
+
+def inmemory() -> StoreFactory:
+    """Handles onto one ``InMemoryStore``, made on the first call, for threads of this process."""
+    return StoreFactory("InMemoryStore", lambda: nullcontext(InMemoryStore()), shared=True,
+                        shares_across_processes=False)
+
+
+def sqlite(path: str | os.PathLike[str] | None = None) -> StoreFactory:
+    """Handles onto one ``SqliteStore`` file, each with its own connection.
+
+    Without ``path``, the file named by ``MEMCERT_LANGGRAPH_SQLITE`` is used; without
+    that, one is made in a fresh temporary folder on the first call and its path is
+    published in that variable, so worker processes started afterwards open the same file.
+    """
+
+    def open_store() -> AbstractContextManager[BaseStore]:
+        from langgraph.store.sqlite import SqliteStore
+
+        return SqliteStore.from_conn_string(str(_sqlite_path(path)))
+
+    return StoreFactory("SqliteStore", open_store, shared=False, shares_across_processes=True)
+
+
+def postgres(url: str | None = None) -> StoreFactory:
+    """Handles onto one ``PostgresStore`` database, each with its own connection.
+
+    Without ``url``, ``MEMCERT_LANGGRAPH_PG_URL`` names the database. A SQLAlchemy-style
+    ``postgresql+psycopg://`` URL is accepted too.
+    """
+
+    def open_store() -> AbstractContextManager[BaseStore]:
+        from langgraph.store.postgres import PostgresStore
+
+        return PostgresStore.from_conn_string(_pg_conninfo(url))
+
+    return StoreFactory("PostgresStore", open_store, shared=False, shares_across_processes=True)
+
+
+def _sqlite_path(path: str | os.PathLike[str] | None) -> Path:
+    if path is not None:
+        return Path(path)
+    named = os.environ.get(SQLITE_PATH_ENV)
+    if named:
+        return Path(named)
+    made = Path(tempfile.mkdtemp(prefix="memcert-langgraph-")) / "store.sqlite3"
+    os.environ[SQLITE_PATH_ENV] = str(made)
+    return made
+
+
+def _pg_conninfo(url: str | None) -> str:
+    url = url or os.environ.get(PG_URL_ENV)
+    if not url:
+        raise FactoryError(
+            f"PostgresStore needs a database: set {PG_URL_ENV} to a URL such as "
+            "postgresql://user:password@localhost:5432/memcert, or build a factory with "
+            "invariants.adapters.langgraph.postgres(url)")
+    return re.sub(r"^postgresql\+\w+://", "postgresql://", url)
+
+
+inmemory_factory = inmemory()
+sqlite_factory = sqlite()
+postgres_factory = postgres()

@@ -1,0 +1,87 @@
+"""What a certification of a third-party backend must leave behind, whatever its verdict.
+
+The third-party stores are not asserted to pass: their verdicts are findings, published
+in docs/findings/. What is asserted is the harness's side: every invariant has a
+recorded verdict with evidence, the missing restore is reported as such, the history
+is the seeded plan step by step, and re-checking the saved history reaches the same
+verdicts.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import invariants
+from chaos.certify import replay
+from chaos.report import INVARIANTS
+from invariants.history import read_history
+from scenarios import load_suite
+
+BUDGET_S = 8.0
+SEED = 20261130
+VERDICTS = {"pass", "fail", "unknown", "skipped"}
+NO_RESTORE_NOTE = "restore is not implemented by this backend: restore checks skipped"
+
+
+def certify_briefly(spec: str, out: Path) -> dict:
+    """Run the chaos phase on ``spec`` for a few seconds; return results.json.
+
+    The stateful phase is left out, as in tests/chaos: tests/stateful covers it, and its
+    search on a failing backend would take the rest of this suite's time.
+    """
+    invariants.certify(spec, budget_s=BUDGET_S, seed=SEED, out=out, stateful_share=0.0)
+    saved: dict = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    return saved
+
+
+def assert_complete(saved: dict, spec: str, out: Path) -> None:
+    """Every invariant has a verdict backed by checks, the missing restore is reported
+    once a restore was tried, and the report names its run."""
+    assert saved["backend"] == spec
+    assert saved["seed"] == SEED
+    assert saved["verdict"] in {"certified", "failed", "unknown"}
+    assert set(saved["invariants"]) == set(INVARIANTS)
+    for name, verdict in saved["invariants"].items():
+        assert verdict["verdict"] in VERDICTS, (name, verdict["verdict"])
+        assert verdict["checked"] > 0, f"{name} was never exercised: {verdict}"
+        assert len(verdict["examples"]) == min(verdict["violations"], 3), (name, verdict)
+    restores = [e for e in read_history(out / "history.jsonl")
+                if e.f == "restore" and e.type != "invoke"]
+    assert all(e.type == "fail" and e.result.startswith("unsupported: NotImplementedError: ")
+               for e in restores), restores[:3]
+    assert saved["restore_supported"] == (not restores)
+    notes = saved["invariants"]["deletion_monotonicity"]["notes"]
+    assert (NO_RESTORE_NOTE in notes) is bool(restores)
+    assert saved["reproduce"].startswith(f"memcert certify {spec} --seed {SEED} ")
+
+
+def assert_reproducible(saved: dict, out: Path) -> None:
+    """The history is the plan the seed makes, step by step, as far as the budget went;
+    and the saved history alone yields the same verdicts."""
+    history = read_history(out / "history.jsonl")
+    invoked: dict[int, list] = {}
+    for entry in history:
+        if entry.type == "invoke":
+            invoked.setdefault(entry.worker, []).append(entry)
+    plans = load_suite("certify").plans(seed=SEED, workers=8, level=saved["level"])
+    assert [s["steps_planned"] for s in saved["scenarios"]] == [p.size for p in plans]
+    first = 0
+    for plan, summary in zip(plans, saved["scenarios"], strict=True):
+        done = 0
+        for k, steps in enumerate(plan.workers):
+            entries = invoked.get(first + k, [])
+            assert len(entries) <= len(steps)
+            for step, entry in zip(steps, entries, strict=False):
+                assert (entry.f, entry.op.namespace, entry.op.entity_id) == (
+                    step.kind, step.namespace, step.entity_id), (plan.scenario, k, entry)
+                if step.kind == "write":
+                    assert (entry.op.attribute, entry.op.value) == (step.attribute, step.value)
+            done += len(entries)
+        assert done == summary["steps_done"], plan.scenario
+        first += len(plan.workers) + 1
+    again = replay(out)
+    assert {n: v.verdict for n, v in again.invariants.items()} == {
+        n: v["verdict"] for n, v in saved["invariants"].items()}
+    assert {n: v.violations for n, v in again.invariants.items()} == {
+        n: v["violations"] for n, v in saved["invariants"].items()}
