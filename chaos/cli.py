@@ -7,6 +7,7 @@ error (including a backend factory that does not import or raises), 3 unknown.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,6 +19,7 @@ from .cli_parser import UsageError, build_parser
 from .report import Report, render_table
 
 if TYPE_CHECKING:
+    from .certify import Progress
     from .metrics import MetricsOptions
 
 __all__ = ["main"]
@@ -28,6 +30,8 @@ EXIT_USAGE = 2
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
+        if args.command == "serve":
+            return _serve(args)
         report = _dispatch(args)
     except UsageError as error:
         print(error, file=sys.stderr)
@@ -45,6 +49,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _dispatch(args: argparse.Namespace) -> Report:
     from .certify import CertifyOptions, certify, replay
 
+    _share_token(args)
     if args.command == "replay":
         out = Path(args.out)
         if not (out / "history.jsonl").is_file() or not (out / "results.json").is_file():
@@ -57,6 +62,8 @@ def _dispatch(args: argparse.Namespace) -> Report:
 
         progress = TerminalProgress()
     metrics = _metrics_options(args)
+    if args.command == "chaos":
+        return _chaos(args, progress, metrics)
     if args.command == "nightly":
         from .nightly import NightlyOptions, nightly
 
@@ -69,6 +76,52 @@ def _dispatch(args: argparse.Namespace) -> Report:
                              workers=args.workers, out=Path(args.out), suite=args.suite,
                              processes=args.processes, stateful_share=args.stateful_share)
     return certify(args.backend, options, progress=progress, metrics=metrics)
+
+
+def _chaos(args: argparse.Namespace, progress: Progress | None,
+           metrics: MetricsOptions | None) -> Report:
+    """Until --duration is over, or the first SIGINT or SIGTERM: a signal stops the
+    chaos gracefully and the run is judged; a second one interrupts the check."""
+    import threading
+
+    from .chaos_run import ChaosOptions, run_chaos, stop_on_signals
+
+    options = ChaosOptions(
+        duration_s=args.duration, suite=args.suite, scenarios=tuple(args.scenario or ()),
+        seed=args.seed, level=args.level, workers=args.workers, processes=args.processes,
+        out=Path(args.out))
+    stop = threading.Event()
+    with stop_on_signals(stop):
+        return run_chaos(args.backend, options, progress=progress, metrics=metrics, stop=stop)
+
+
+def _share_token(args: argparse.Namespace) -> None:
+    """Put ``--token`` where the HTTP adapter's factory, in every worker process, reads it."""
+    token = getattr(args, "token", None)
+    if token:
+        from .factory import TOKEN_ENV
+
+        os.environ[TOKEN_ENV] = token
+
+
+def _serve(args: argparse.Namespace) -> int:
+    """``memcert serve``: runs until SIGTERM or Ctrl-C, then exits 0."""
+    from reference_store.service import ServiceOptions, openapi_text, serve
+
+    if args.openapi:
+        sys.stdout.write(openapi_text())
+        return 0
+    given = {"port": args.port, "handles": args.handles}
+    options = ServiceOptions(db_url=args.db, host=args.host, token=args.token,
+                             **{name: value for name, value in given.items() if value is not None})
+    serve(options, announce=_announce_service)
+    print("memcert: stopped", file=sys.stderr, flush=True)
+    return 0
+
+
+def _announce_service(url: str, db: str) -> None:
+    print(f"memcert: database {db}", file=sys.stderr)
+    print(f"memcert: serving the reference store at {url}", file=sys.stderr, flush=True)
 
 
 def _metrics_options(args: argparse.Namespace) -> MetricsOptions | None:

@@ -58,7 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
     certify.add_argument(
         "backend", nargs="?", default=None, metavar="package.module:factory",
         help="a zero-argument callable returning a MemoryBackend; every call must give a "
-             "handle onto the same store (default: the reference store on embedded SQLite)")
+             "handle onto the same store (default: the reference store on embedded SQLite); "
+             "or http://host:port of a service speaking memcert's HTTP protocol")
     run = certify.add_argument_group("the run")
     run.add_argument("--budget", type=float, default=float(_env("MEMCERT_BUDGET", "60") or 60),
                      metavar="SECONDS",
@@ -75,6 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     output.add_argument("--quiet", action="store_true",
                         help="no progress bar; print only the verdict table")
     _add_metrics_options(certify)
+    _add_token_option(certify)
 
     nightly = commands.add_parser(
         "nightly", help="the nightly chaos job: certify, then write a report to read later",
@@ -90,7 +92,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     nightly.add_argument(
         "backend", nargs="?", default=None, metavar="package.module:factory",
-        help="the backend factory, as for certify (default: the reference store)")
+        help="the backend factory or service URL, as for certify (default: the reference "
+             "store)")
     job = nightly.add_argument_group("the run")
     job.add_argument("--suite", default=_env("MEMCERT_NIGHTLY_SUITE", "nightly"), metavar="NAME",
                      help="the scenario suite to run [env MEMCERT_NIGHTLY_SUITE, default "
@@ -112,13 +115,59 @@ def build_parser() -> argparse.ArgumentParser:
     kept.add_argument("--quiet", action="store_true",
                       help="no progress bar; print only the verdict table")
     _add_metrics_options(nightly)
+    _add_token_option(nightly)
+    _add_chaos(commands)
 
     replay = commands.add_parser(
         "replay", help="re-check a saved run without the backend",
         description="Read DIR/history.jsonl and DIR/results.json, check the history again "
                     "with the same checkers, and print the verdict table.")
     replay.add_argument("out", metavar="DIR", help="a folder written by memcert certify")
+    _add_serve(commands)
     return parser
+
+
+def _add_token_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--token", default=_env("MEMCERT_TOKEN") or None, metavar="T",
+        help="bearer token for a backend given as an http:// URL; prefer the environment "
+             "variable, which other users cannot see in the process list "
+             "[env MEMCERT_TOKEN, default none]")
+
+
+def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    serve = commands.add_parser(
+        "serve", help="serve the reference store over memcert's HTTP protocol",
+        description="Serve the reference store as a JSON HTTP service (docs/http-protocol.md): "
+                    "the contract operations, search, recall, touch, forget, export and "
+                    "import, /metrics, /healthz and /openapi.json. Prints 'memcert: serving "
+                    "the reference store at URL' on stderr once it accepts requests; SIGTERM "
+                    "stops it gracefully. A --host other than a loopback address needs a "
+                    "token.",
+        epilog="Examples:\n  memcert serve --port 8765\n"
+               "  MEMCERT_TOKEN=s3cret memcert serve --host 0.0.0.0 --db postgresql://db/mem\n"
+               "  memcert certify http://127.0.0.1:8765      # certify it over HTTP\n"
+               "  memcert serve --openapi > openapi.json    # the API document, offline",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    serve.add_argument("--db", default=_env("MEMCERT_DB_URL") or None, metavar="URL",
+                       help="a SQLite path or a postgresql:// URL [env MEMCERT_DB_URL, default "
+                            "a SQLite file in a fresh temporary folder]")
+    serve.add_argument("--host", default=_env("MEMCERT_HOST", "127.0.0.1"), metavar="ADDR",
+                       help="address to bind; anything but loopback needs --token "
+                            "[env MEMCERT_HOST, default 127.0.0.1]")
+    serve.add_argument("--port", type=int, default=_int_env("MEMCERT_PORT"), metavar="N",
+                       help="port to bind; 0 picks a free one and prints it "
+                            "[env MEMCERT_PORT, default 8765]")
+    serve.add_argument("--token", default=_env("MEMCERT_TOKEN") or None, metavar="T",
+                       help="bearer token every request but /healthz and /openapi.json must "
+                            "carry [env MEMCERT_TOKEN, default none: loopback only]")
+    serve.add_argument("--handles", type=int, default=_int_env("MEMCERT_SERVE_HANDLES"),
+                       metavar="N",
+                       help="store handles, so requests the store works on at once "
+                            "[env MEMCERT_SERVE_HANDLES, default 8]")
+    serve.add_argument("--openapi", action="store_true",
+                       help="print the OpenAPI document to stdout and exit")
 
 
 def _add_metrics_options(parser: argparse.ArgumentParser) -> None:
@@ -177,3 +226,97 @@ def _int_env(name: str) -> int | None:
         return int(value)
     except ValueError:
         raise UsageError(f"memcert: {name}={value!r} is not an integer") from None
+
+
+def _add_chaos(commands: argparse._SubParsersAction[_Parser]) -> None:
+    chaos = commands.add_parser(
+        "chaos", help="keep a backend under chaos while you watch it; judge it when stopped",
+        description="Run the chaos scenarios against a backend round after round, each\n"
+                    "round with a fresh seed derived from --seed, until --duration is over\n"
+                    "or the process gets Ctrl-C or SIGTERM. Violations are counted while it\n"
+                    "runs (serve them with --metrics-port). When it ends, the saved history\n"
+                    "is checked as by certify: results.json, junit.xml, history.jsonl and\n"
+                    "rounds.jsonl (each round's seed and range of history lines) go to\n"
+                    "--out, the verdict table is printed, and the exit code is certify's.",
+        epilog="Examples:\n"
+               "  memcert chaos --duration 300                # the reference store, 5 min\n"
+               "  memcert chaos mypkg.store:factory --metrics-port 9464   # until Ctrl-C\n"
+               "  memcert chaos mypkg.store:factory --scenario mixed delete_then_write \\\n"
+               "      --duration 3600 --pushgateway http://pushgateway:9091\n"
+               "  memcert replay memcert-chaos                # re-check the saved run\n\n"
+               "Stopping: Ctrl-C or SIGTERM once lets the operations in flight complete,\n"
+               "records them, and judges everything recorded; a second one abandons the\n"
+               "check. Exit codes: 0 certified, 1 failed, 2 usage error, 3 unknown.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    chaos.add_argument(
+        "backend", nargs="?", default=None, metavar="package.module:factory",
+        help="the backend factory, as for certify (default: the reference store)")
+    run = chaos.add_argument_group("the run")
+    run.add_argument("--duration", type=float, default=_float_env("MEMCERT_CHAOS_DURATION"),
+                     metavar="SECONDS",
+                     help="how long the chaos goes on; checking comes after "
+                          "[env MEMCERT_CHAOS_DURATION, default until Ctrl-C or SIGTERM]")
+    which = run.add_mutually_exclusive_group()
+    which.add_argument("--scenario", nargs="+", action=_Extend, metavar="NAME",
+                       default=_env_list("MEMCERT_CHAOS_SCENARIOS"),
+                       help="run only these scenarios (names in scenarios/, or .toml paths), "
+                            "each with an equal share of a 60 s round; repeatable "
+                            "[env MEMCERT_CHAOS_SCENARIOS, comma-separated, default the "
+                            "suite's]")
+    which.add_argument("--suite", action=_Suite, default=_env("MEMCERT_CHAOS_SUITE", "certify"),
+                       metavar="NAME",
+                       help="the suite each round runs, every scenario within its share of "
+                            "the suite's budget_s [env MEMCERT_CHAOS_SUITE, default certify]")
+    run.add_argument("--seed", type=int, default=_int_env("MEMCERT_SEED"), metavar="N",
+                     help="seed of the first round's plans (those certify --seed N runs); "
+                          "later rounds' seeds derive from it [env MEMCERT_SEED, default "
+                          "random and reported]")
+    run.add_argument("--level", choices=("surface", "lexical", "semantic"),
+                     default=_env("MEMCERT_LEVEL", "lexical"),
+                     help="the paraphrase level the backend claims to normalize "
+                          "[env MEMCERT_LEVEL, default lexical]")
+    run.add_argument("--workers", type=int, default=int(_env("MEMCERT_WORKERS", "8") or 8),
+                     metavar="N", help="concurrent worker threads [env MEMCERT_WORKERS, "
+                                       "default 8]")
+    run.add_argument("--processes", type=int, default=int(_env("MEMCERT_PROCESSES", "0") or 0),
+                     metavar="P",
+                     help="spread the workers over P worker processes; a stop then waits for "
+                          "the scenario running [env MEMCERT_PROCESSES, default 0: threads]")
+    output = chaos.add_argument_group("output")
+    output.add_argument("--out", default=_env("MEMCERT_CHAOS_OUT", "memcert-chaos"),
+                        metavar="DIR",
+                        help="folder for results.json, junit.xml, history.jsonl, rounds.jsonl "
+                             "[env MEMCERT_CHAOS_OUT, default memcert-chaos]")
+    output.add_argument("--quiet", action="store_true",
+                        default=_env("MEMCERT_QUIET", "") not in ("", "0", "false", "no"),
+                        help="no progress bar; print only the verdict table "
+                             "[env MEMCERT_QUIET=1]")
+    _add_metrics_options(chaos)
+    _add_token_option(chaos)
+
+
+class _Extend(argparse.Action):
+    """``action="extend"``, except that the first use on the command line replaces the
+    default taken from the environment instead of adding to it."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: object, option_string: str | None = None) -> None:
+        current = getattr(namespace, self.dest)
+        kept = [] if current is self.default else list(current)
+        setattr(namespace, self.dest, [*kept, *(values if isinstance(values, list) else [])])
+
+
+class _Suite(argparse.Action):
+    """A suite given on the command line outranks scenarios named in the environment."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: object, option_string: str | None = None) -> None:
+        namespace.scenario = None
+        setattr(namespace, self.dest, values)
+
+
+def _env_list(name: str) -> list[str] | None:
+    value = os.environ.get(name, "")
+    names = [part for part in value.replace(",", " ").split() if part]
+    return names or None

@@ -15,7 +15,7 @@ import sys
 from invariants.backend import BackendFactory, MemoryBackend
 from invariants.errors import FactoryError
 
-__all__ = ["REFERENCE", "load_factory", "probe"]
+__all__ = ["REFERENCE", "http_factory", "load_factory", "probe"]
 
 REFERENCE = "reference_store:factory"
 
@@ -23,7 +23,13 @@ _REQUIRED = ("write", "delete", "restore", "read", "reset", "close")
 
 
 def load_factory(spec: str) -> BackendFactory:
-    """Import the callable a spec names; the working directory is importable, as in pytest."""
+    """Import the callable a spec names; the working directory is importable, as in pytest.
+
+    A spec that is an ``http://`` or ``https://`` URL names a service speaking memcert's
+    HTTP protocol instead, reached through :mod:`invariants.adapters.http`.
+    """
+    if spec.lower().startswith(("http://", "https://")):
+        return http_factory(spec)
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
         raise FactoryError(
@@ -57,6 +63,28 @@ def load_factory(spec: str) -> BackendFactory:
     if not callable(target):
         raise FactoryError(f"backend {spec!r} names a {type(target).__name__}, not a callable")
     return target
+
+
+TOKEN_ENV = "MEMCERT_TOKEN"
+HTTP_TIMEOUT_ENV = "MEMCERT_HTTP_TIMEOUT"
+
+
+def http_factory(url: str) -> BackendFactory:
+    """The HTTP adapter's factory for ``url``, checked by one read before any run.
+
+    The token comes from ``MEMCERT_TOKEN`` (``--token`` sets it), never from the URL,
+    which is written to reports; worker processes inherit it from the environment.
+    """
+    from invariants.adapters.http import DEFAULT_TIMEOUT_S, HttpFactory
+
+    timeout = os.environ.get(HTTP_TIMEOUT_ENV, "").strip()
+    try:
+        timeout_s = float(timeout) if timeout else DEFAULT_TIMEOUT_S
+    except ValueError:
+        raise FactoryError(f"{HTTP_TIMEOUT_ENV}={timeout!r} is not a number of seconds") from None
+    factory = HttpFactory(url, token=os.environ.get(TOKEN_ENV) or None, timeout_s=timeout_s)
+    factory.check()
+    return factory
 
 
 def probe(factory: BackendFactory, spec: str) -> MemoryBackend:

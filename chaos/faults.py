@@ -306,9 +306,10 @@ class OutOfOrder(Fault):
     worker's next operations, and other workers', overtake it. This is a request that
     timed out and whose packet arrived late.
 
-    Calls into ``inner``, from the worker and from deliveries, are serialized by a lock
-    of this wrapper, so the handle is never used by two threads at once; it must still
-    accept calls from a thread other than its creator's. A delivery's exception is
+    Every call into ``inner``, reads and resets included, from the worker and from
+    deliveries, is serialized by a lock of this wrapper, so the handle is never used by
+    two threads at once; it must still accept calls from a thread other than its
+    creator's. A delivery's exception is
     swallowed and kept in ``errors``: nobody is waiting for its answer. ``landed``
     counts deliveries that returned an answer.
     """
@@ -344,6 +345,14 @@ class OutOfOrder(Fault):
             self._held.append(timer)
         timer.start()
         raise Timeout(self.fault_name, op, f"was held back for {self.hold_s}s and will land late")
+
+    def read(self, namespace: str, entity_id: str) -> list[Record]:
+        with self._calls:
+            return self.inner.read(namespace, entity_id)
+
+    def reset(self) -> None:
+        with self._calls:
+            self.inner.reset()
 
     def _land(self, op: _Op, call: Callable[[_Op], Ack]) -> None:
         with self._calls:

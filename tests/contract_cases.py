@@ -187,5 +187,8 @@ class ContractCases:
                            match=r"^namespace='a b' \(type str\) contains a forbidden"):
             store.write(w("quinn", "city", "lives in Oslo", 1, ns="a b"))
         with pytest.raises(InvalidInput, match=r"^causal_seq=-1 \(type int\) is outside"):
+            store.write(w("quinn", "city", "lives in Oslo", -1))
+        with pytest.raises(InvalidInput, match=r"^causal_seq=-1 \(type int\) is outside"):
             store.delete(d("quinn", -1))
-        assert store.read("a b", "quinn") == []
+        assert store.read("t", "quinn") == []
+        assert store.write(w("quinn", "city", "lives in Oslo", 1)) == Ack(True, 1)

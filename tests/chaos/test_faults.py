@@ -164,6 +164,47 @@ def test_close_lands_held_operations_before_closing(inner):
     assert sorted(values(inner)) == ["v1", "v2", "v3"]
 
 
+class OneThreadAtATime(InMemoryBackend):
+    """Counts the calls that found another call of this handle still inside it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.inside = threading.Lock()
+        self.overlaps = 0
+
+    def _enter(self) -> None:
+        if not self.inside.acquire(blocking=False):
+            self.overlaps += 1
+            self.inside.acquire()
+        time.sleep(0.002)
+
+    def write(self, op: Write) -> Ack:
+        self._enter()
+        try:
+            return super().write(op)
+        finally:
+            self.inside.release()
+
+    def read(self, namespace: str, entity_id: str) -> list[Record]:
+        self._enter()
+        try:
+            return super().read(namespace, entity_id)
+        finally:
+            self.inside.release()
+
+
+def test_a_late_delivery_never_runs_beside_a_read_of_the_same_handle():
+    guarded = OneThreadAtATime()
+    fault = OutOfOrder(guarded, random.Random(0), p=1.0, hold_s=0.0)
+    for seq in range(1, 21):
+        with pytest.raises(Timeout):
+            fault.write(write(f"v{seq}", seq, attribute=f"a{seq}"))
+        fault.read("t", "ann")
+    fault.close()
+    assert fault.landed == 20
+    assert guarded.overlaps == 0
+
+
 # -- lost ack, fail before apply, duplicate delivery -------------------------------------------
 
 

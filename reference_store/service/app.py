@@ -1,0 +1,56 @@
+"""Assemble the ASGI application: routes, JSON errors for every refusal, auth, metrics.
+
+Layers, outermost first: metrics (so refused and unauthorized requests are counted
+too), then the bearer guard when a token is set, then Starlette's routing. Unknown
+routes and methods get the protocol's JSON error instead of Starlette's plain text.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+from starlette.types import ASGIApp
+
+from .guard import BearerGuard
+from .metrics import Instrumented, ServiceMetrics
+from .openapi import openapi_document
+from .options import ServiceOptions
+from .pool import HandlePool
+from .routes import Routes, guarded
+
+__all__ = ["PUBLIC_PATHS", "build_app"]
+
+PUBLIC_PATHS = ("/healthz", "/openapi.json")
+"""Routes that answer without the token."""
+
+_CODES = {404: "not_found", 405: "method_not_allowed"}
+
+
+def build_app(pool: HandlePool, options: ServiceOptions, metrics: ServiceMetrics) -> ASGIApp:
+    """The service as an ASGI app over ``pool``; it never opens or closes the pool itself."""
+    routes = Routes(pool, options, metrics, openapi_document())
+    table = routes.table()
+    app: ASGIApp = Starlette(
+        routes=[Route(path, guarded(handler), methods=[method])
+                for path, method, handler in table],
+        exception_handlers={HTTPException: _http_error},
+    )
+    if options.token is not None:
+        app = BearerGuard(app, options.token, PUBLIC_PATHS)
+    return Instrumented(app, metrics, [path for path, _, _ in table])
+
+
+async def _http_error(request: Request, error: Exception) -> Response:
+    """Routing's own refusals (unknown path, wrong method) in the protocol's shape."""
+    assert isinstance(error, HTTPException)
+    code = _CODES.get(error.status_code, "invalid_request")
+    message = {404: f"no route {request.url.path}; see /openapi.json for the routes",
+               405: f"{request.method} is not allowed on {request.url.path}"}.get(
+        error.status_code, str(error.detail))
+    body: dict[str, Any] = {"error": code, "field": None, "message": message}
+    return JSONResponse(body, error.status_code, headers=dict(error.headers or {}))

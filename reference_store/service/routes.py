@@ -1,0 +1,243 @@
+"""The handlers: read a body, let the store decide in a worker thread, answer in JSON.
+
+Each handler refuses bad input before the store opens a transaction (the store's own
+checks run first thing inside the call, and raise before any write), so a 4xx always
+means nothing was written. Anything else that goes wrong is the service's fault, not
+the caller's: 503 when the database could not be reached or stayed locked, 500 for a
+bug, and in both cases the outcome of a write is unknown to the caller.
+"""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Any, Final, TextIO, cast
+
+from sqlalchemy.exc import DBAPIError
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+
+from invariants.errors import InvalidArgument, InvalidInput
+
+from ..store import ReferenceStore
+from ..validation import check_namespace
+from . import wire
+from .errors import Refusal, field_error, invalid_input, refusal_body
+from .metrics import ServiceMetrics
+from .options import ServiceOptions
+from .pool import HandlePool
+
+__all__ = ["HEALTH_PROBE", "Handler", "Routes", "error_response", "guarded"]
+
+log = logging.getLogger("memcert.service")
+
+Handler = Callable[[Request], Awaitable[Response]]
+
+HEALTH_PROBE: Final = ("memcert-health", "probe")
+"""The entity ``/healthz`` reads, to prove the database answers."""
+
+_CHUNK = 64 * 1024
+
+
+class Routes:
+    """Every route's handler, sharing one pool of store handles."""
+
+    def __init__(self, pool: HandlePool, options: ServiceOptions, metrics: ServiceMetrics,
+                 openapi: dict[str, Any]) -> None:
+        self.pool = pool
+        self.options = options
+        self.metrics = metrics
+        self.openapi = openapi
+
+    def table(self) -> list[tuple[str, str, Handler]]:
+        """(path, method, handler) for every route the service serves."""
+        return [
+            ("/v1/write", "POST", self.write),
+            ("/v1/delete", "POST", self.delete),
+            ("/v1/restore", "POST", self.restore),
+            ("/v1/read", "POST", self.read),
+            ("/v1/reset", "POST", self.reset),
+            ("/v1/search", "POST", self.search),
+            ("/v1/recall", "POST", self.recall),
+            ("/v1/touch", "POST", self.touch),
+            ("/v1/forget", "POST", self.forget),
+            ("/v1/export", "GET", self.export),
+            ("/v1/import", "POST", self.import_),
+            ("/healthz", "GET", self.healthz),
+            ("/metrics", "GET", self.metrics_text),
+            ("/openapi.json", "GET", self.openapi_json),
+        ]
+
+    # -- the contract -------------------------------------------------------------------
+
+    async def write(self, request: Request) -> Response:
+        op, options = wire.parse_write(await self._body(request, "write"))
+        ack = await self.pool.run(lambda store: store.remember(op, options))
+        return JSONResponse(wire.ack_body(ack))
+
+    async def delete(self, request: Request) -> Response:
+        op = wire.parse_delete(await self._body(request, "delete"))
+        ack = await self.pool.run(lambda store: store.delete(op))
+        return JSONResponse(wire.ack_body(ack))
+
+    async def restore(self, request: Request) -> Response:
+        op = wire.parse_restore(await self._body(request, "restore"))
+        ack = await self.pool.run(lambda store: store.restore(op))
+        return JSONResponse(wire.ack_body(ack))
+
+    async def read(self, request: Request) -> Response:
+        namespace, entity_id = wire.parse_read(await self._body(request, "read"))
+        records = await self.pool.run(lambda store: store.read(namespace, entity_id))
+        return JSONResponse({"records": [wire.record_body(r) for r in records]})
+
+    async def reset(self, request: Request) -> Response:
+        await self._body(request, "reset")
+        await self.pool.run(ReferenceStore.reset)
+        return JSONResponse({"reset": True})
+
+    # -- the store API ------------------------------------------------------------------
+
+    async def search(self, request: Request) -> Response:
+        body = await self._body(request, "search")
+        listing = wire.parse_listing(body)
+        query = body["query"]
+        hits = await self.pool.run(lambda store: store.search(
+            listing.namespace, query, tags=listing.tags, memory_type=listing.memory_type,
+            limit=listing.limit))
+        return JSONResponse({"hits": [wire.hit_body(hit) for hit in hits]})
+
+    async def recall(self, request: Request) -> Response:
+        body = await self._body(request, "recall")
+        listing = wire.parse_listing(body)
+        entity_id = body.get("entity_id")
+        hits = await self.pool.run(lambda store: store.recall(
+            listing.namespace, entity_id=entity_id, tags=listing.tags,
+            memory_type=listing.memory_type, limit=listing.limit))
+        return JSONResponse({"hits": [wire.hit_body(hit) for hit in hits]})
+
+    async def touch(self, request: Request) -> Response:
+        namespace, entity_id, attribute = wire.parse_touch(await self._body(request, "touch"))
+        count = await self.pool.run(lambda store: store.touch(namespace, entity_id, attribute))
+        return JSONResponse({"access_count": count})
+
+    async def forget(self, request: Request) -> Response:
+        namespace, entity_id, attribute = wire.parse_forget(
+            await self._body(request, "forget"))
+        archived = await self.pool.run(
+            lambda store: store.forget(namespace, entity_id, attribute))
+        return JSONResponse({"archived": archived})
+
+    async def export(self, request: Request) -> Response:
+        """The whole store (or one namespace) as JSON Lines, spooled to disk when large."""
+        for name in request.query_params:
+            if name != "namespace":
+                raise field_error(name, "is not a parameter of export",
+                                  "Use only ?namespace=NAME, or nothing for every namespace.")
+        namespace = request.query_params.get("namespace")
+        if namespace is not None:
+            check_namespace(namespace)
+        spool = cast(TextIO, tempfile.SpooledTemporaryFile(  # noqa: SIM115 - closed by _chunks
+            max_size=8 * 1024 * 1024, mode="w+", encoding="utf-8"))
+        try:
+            await self.pool.run(lambda store: store.export_jsonl(spool, namespace=namespace))
+        except BaseException:
+            spool.close()
+            raise
+        spool.seek(0)
+        return StreamingResponse(_chunks(spool), media_type="application/x-ndjson")
+
+    async def import_(self, request: Request) -> Response:
+        """Import an export; 422 only when no line could be imported (so nothing was)."""
+        raw = await _read_limited(request, self.options.max_import_bytes)
+        lines = raw.split(b"\n")
+        report = await self.pool.run(lambda store: store.import_jsonl(lines))
+        body = wire.import_body(report)
+        if report.rejected and report.imported == 0:
+            first = report.rejected[0]
+            raise Refusal(422, "invalid_input", f"line {first.line}: {first.message}",
+                          field=first.field or "body", extra=body)
+        return JSONResponse(body)
+
+    # -- operations -----------------------------------------------------------------------
+
+    async def healthz(self, request: Request) -> Response:
+        """200 when the database answers a read, 503 when it does not."""
+        try:
+            await self.pool.run(lambda store: store.read(*HEALTH_PROBE))
+        except Exception as error:
+            return JSONResponse({"status": "unavailable",
+                                 "message": f"{type(error).__name__}: {error}"}, 503)
+        return JSONResponse({"status": "ok"})
+
+    async def metrics_text(self, request: Request) -> Response:
+        text, content_type = self.metrics.exposition()
+        return Response(text, headers={"content-type": content_type})
+
+    async def openapi_json(self, request: Request) -> Response:
+        return JSONResponse(self.openapi)
+
+    async def _body(self, request: Request, route: str) -> dict[str, Any]:
+        return wire.decode(await _read_limited(request, self.options.max_body_bytes), route)
+
+
+def guarded(handler: Handler) -> Handler:
+    """Turn every exception a handler raises into the protocol's JSON error."""
+    async def answer(request: Request) -> Response:
+        try:
+            return await handler(request)
+        except Exception as error:
+            return error_response(error, request)
+
+    return answer
+
+
+def error_response(error: Exception, request: Request | None = None) -> Response:
+    """The status and JSON body for an exception: 4xx for input, 5xx for the service."""
+    if isinstance(error, InvalidInput):
+        error = invalid_input(error)
+    elif isinstance(error, InvalidArgument):
+        error = Refusal(422, "invalid_input", str(error))
+    if isinstance(error, Refusal):
+        return JSONResponse(refusal_body(error), error.status)
+    where = "" if request is None else f" {request.method} {request.url.path}"
+    if isinstance(error, DBAPIError):
+        log.warning("the database failed%s: %s", where, error)
+        return JSONResponse({
+            "error": "unavailable", "field": None,
+            "message": f"the database could not complete the request ({type(error).__name__})"
+                       "; a write may or may not have been applied: retry with the same "
+                       "op_id and causal_seq"}, 503, headers={"retry-after": "1"})
+    log.exception("internal error%s", where, exc_info=error)
+    return JSONResponse({
+        "error": "internal", "field": None,
+        "message": f"the service failed ({type(error).__name__}); a write may or may not "
+                   "have been applied: retry with the same op_id and causal_seq"}, 500)
+
+
+async def _read_limited(request: Request, limit: int) -> bytes:
+    """The body, refused with 413 as soon as it is known to exceed ``limit`` bytes."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise _too_large(limit)
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise _too_large(limit)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _too_large(limit: int) -> Refusal:
+    return Refusal(413, "body_too_large", f"the body is over the limit of {limit} bytes",
+                   field="body")
+
+
+def _chunks(spool: TextIO) -> Iterator[str]:
+    try:
+        while chunk := spool.read(_CHUNK):
+            yield chunk
+    finally:
+        spool.close()

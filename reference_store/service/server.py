@@ -1,0 +1,108 @@
+"""Run the service: open the store, bind, announce, serve until SIGTERM, close.
+
+Everything that can fail for a reason the operator can fix (an unreachable database, a
+port in use, a public address without a token) fails before the announcement, so a
+script that waits for the "serving" line either gets a working URL or an exit code.
+The socket is bound here rather than by uvicorn so that ``--port 0`` can announce the
+port the kernel picked. SIGTERM and SIGINT stop the server gracefully: it stops
+accepting, finishes the requests in flight (up to ``GRACE_S``), then closes every
+store handle.
+"""
+
+from __future__ import annotations
+
+import signal
+import socket
+from collections.abc import Callable
+from types import FrameType
+
+import uvicorn
+from prometheus_client import CollectorRegistry
+
+from invariants.errors import InvalidArgument
+
+from ..engine import default_db_url, is_memory_url, normalize_url
+from ..store import ReferenceStore
+from .app import build_app
+from .metrics import ServiceMetrics
+from .options import ServiceOptions
+from .pool import HandlePool
+
+__all__ = ["GRACE_S", "KEEP_ALIVE_S", "serve", "url_of"]
+
+GRACE_S = 10.0
+"""How long a stopping server waits for requests in flight."""
+
+KEEP_ALIVE_S = 30
+"""How long an idle client connection stays open; the protocol asks for at least 5 s."""
+
+
+def serve(options: ServiceOptions, *, announce: Callable[[str, str], None]) -> None:
+    """Serve until a signal stops the server; ``announce(url, db)`` once it accepts."""
+    db = options.db_url or default_db_url()
+    url = normalize_url(db)
+    registry = CollectorRegistry()
+    pool = HandlePool(lambda: ReferenceStore(url, metrics=metrics.store),
+                      1 if is_memory_url(url) else options.handles)
+    metrics = ServiceMetrics(registry, handles=lambda: pool.opened)
+    try:
+        pool.warm()
+    except Exception as error:
+        raise InvalidArgument(
+            f"cannot open the database {url.render_as_string(hide_password=True)}: "
+            f"{type(error).__name__}: {error}") from error
+    try:
+        listener = _bind(options.host, options.port)
+        try:
+            server = uvicorn.Server(uvicorn.Config(
+                build_app(pool, options, metrics), log_level="warning", access_log=False,
+                lifespan="off", timeout_keep_alive=KEEP_ALIVE_S,
+                timeout_graceful_shutdown=int(GRACE_S), server_header=False))
+            announce(url_of(options.host, listener.getsockname()[1]),
+                     url.render_as_string(hide_password=True))
+            _keep_quiet_after_stop()
+            server.run(sockets=[listener])
+        finally:
+            listener.close()
+    finally:
+        pool.close()
+
+
+def url_of(host: str, port: int) -> str:
+    """The base URL clients use; IPv6 literals go in brackets."""
+    shown = f"[{host}]" if ":" in host and not host.startswith("[") else host
+    return f"http://{shown}:{port}"
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host.strip("[]"), port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+        listener = socket.socket(family, kind, proto)
+    except OSError as error:
+        raise InvalidArgument(f"cannot bind --host {host}: {error}") from error
+    try:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(address)
+        listener.listen(1024)
+    except OSError as error:
+        listener.close()
+        raise InvalidArgument(f"cannot listen on {url_of(host, port)}: {error.strerror}; "
+                              "pick another --port (0 picks a free one)") from error
+    listener.set_inheritable(True)
+    return listener
+
+
+def _keep_quiet_after_stop() -> None:
+    """Make SIGTERM and SIGINT harmless once uvicorn hands them back.
+
+    uvicorn catches them while it serves, stops gracefully, then re-raises each one
+    against the handler that was installed before it started. With the default
+    handlers that would kill the process (SIGTERM) or raise KeyboardInterrupt (SIGINT)
+    after a clean stop; this handler lets it end with exit code 0.
+    """
+    def stopped(_signal: int, _frame: FrameType | None) -> None:
+        return None
+
+    signal.signal(signal.SIGTERM, stopped)
+    signal.signal(signal.SIGINT, stopped)

@@ -1,0 +1,194 @@
+"""The JSON bodies of the protocol, to and from the store's own types.
+
+Parsing only checks the *shape* of a body: that it is an object, that every required
+field is there and no unknown one is, and that lists are lists. What a field's value
+may be is the store's business: its checks run before any transaction and raise
+:class:`~invariants.errors.InvalidInput` naming the field, which the handler turns into
+a 422. Unknown fields are refused rather than ignored, so a client's typo (``opId``)
+is an error and not a silently missing ``op_id``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from invariants.backend import Ack, Delete, Record, Restore, Write
+
+from ..retrieval import Hit
+from ..store import WriteOptions
+from ..transfer import ImportReport
+from ..validation import check_namespace, check_text
+from .errors import Refusal, field_error
+
+__all__ = [
+    "MAX_LIMIT",
+    "ROUTE_FIELDS",
+    "Listing",
+    "ack_body",
+    "decode",
+    "hit_body",
+    "import_body",
+    "parse_delete",
+    "parse_forget",
+    "parse_listing",
+    "parse_read",
+    "parse_restore",
+    "parse_touch",
+    "parse_write",
+    "record_body",
+]
+
+MAX_LIMIT = 1000
+"""The most hits one search or recall returns."""
+
+ROUTE_FIELDS: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "write": (("namespace", "entity_id", "attribute", "value", "causal_seq", "op_id"),
+              ("source", "memory_type", "tags", "score", "half_life_seconds")),
+    "delete": (("namespace", "entity_id", "causal_seq", "op_id"), ("reason",)),
+    "restore": (("namespace", "entity_id", "causal_seq", "op_id"), ()),
+    "read": (("namespace", "entity_id"), ()),
+    "search": (("namespace", "query"), ("tags", "memory_type", "limit")),
+    "recall": (("namespace",), ("entity_id", "tags", "memory_type", "limit")),
+    "touch": (("namespace", "entity_id", "attribute"), ()),
+    "forget": (("namespace", "entity_id"), ("attribute",)),
+    "reset": ((), ()),
+}
+"""Per route: the required fields, then the optional ones."""
+
+
+def decode(raw: bytes, route: str) -> dict[str, Any]:
+    """A request body as a JSON object with exactly the route's fields, or a refusal."""
+    if not raw.strip():
+        if not ROUTE_FIELDS[route][0]:
+            return {}
+        raise Refusal(400, "invalid_json", f"the body is empty; a {route} request is a JSON "
+                      "object", field="body")
+    try:
+        document = json.loads(raw, parse_constant=_no_constant)
+    except (ValueError, RecursionError) as error:
+        raise Refusal(400, "invalid_json", f"the body is not valid JSON: {error}",
+                      field="body") from None
+    if not isinstance(document, dict):
+        raise Refusal(400, "invalid_json", f"the body is a JSON {_json_type(document)}; a "
+                      f"{route} request is a JSON object", field="body")
+    required, optional = ROUTE_FIELDS[route]
+    allowed = (*required, *optional)
+    for name in document:
+        if name not in allowed:
+            raise field_error(name, f"is not a field of a {route} request",
+                              f"Use only {', '.join(allowed) or 'an empty object'}.")
+    for name in required:
+        if name not in document:
+            raise field_error(name, "is missing",
+                              f"A {route} request needs {', '.join(required)}.")
+    return document
+
+
+def parse_write(body: Mapping[str, Any]) -> tuple[Write, WriteOptions]:
+    op = Write(body["namespace"], body["entity_id"], body["attribute"], body["value"],
+               body["causal_seq"], body["op_id"], body.get("source"))
+    defaults = WriteOptions()
+    options = WriteOptions(
+        memory_type=body.get("memory_type", defaults.memory_type),
+        tags=_tags(body),
+        score=body.get("score", defaults.score),
+        half_life_seconds=body.get("half_life_seconds"),
+    )
+    return op, options
+
+
+def parse_delete(body: Mapping[str, Any]) -> Delete:
+    return Delete(body["namespace"], body["entity_id"], body["causal_seq"], body["op_id"],
+                  body.get("reason"))
+
+
+def parse_restore(body: Mapping[str, Any]) -> Restore:
+    return Restore(body["namespace"], body["entity_id"], body["causal_seq"], body["op_id"])
+
+
+def parse_read(body: Mapping[str, Any]) -> tuple[str, str]:
+    """The store's read trusts its caller; over the wire the ids are checked here."""
+    check_namespace(body["namespace"])
+    check_text("entity_id", body["entity_id"])
+    return body["namespace"], body["entity_id"]
+
+
+def parse_touch(body: Mapping[str, Any]) -> tuple[str, str, str]:
+    return body["namespace"], body["entity_id"], body["attribute"]
+
+
+def parse_forget(body: Mapping[str, Any]) -> tuple[str, str, str | None]:
+    return body["namespace"], body["entity_id"], body.get("attribute")
+
+
+@dataclass(frozen=True, slots=True)
+class Listing:
+    """What search and recall share: where to look, which memories, how many."""
+
+    namespace: str
+    tags: tuple[str, ...]
+    memory_type: str | None
+    limit: int
+
+
+def parse_listing(body: Mapping[str, Any]) -> Listing:
+    limit = body.get("limit", 10)
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+        raise field_error("limit", f"is {limit!r}, not an integer in 1..{MAX_LIMIT}",
+                          "Ask for a number of hits such as 10.")
+    return Listing(body["namespace"], _tags(body), body.get("memory_type"), limit)
+
+
+def ack_body(ack: Ack) -> dict[str, Any]:
+    return {"applied": ack.applied, "version": ack.version, "reason": ack.reason}
+
+
+def record_body(record: Record) -> dict[str, Any]:
+    return {"entity_id": record.entity_id, "attribute": record.attribute,
+            "value": record.value, "causal_seq": record.causal_seq, "version": record.version}
+
+
+def hit_body(hit: Hit) -> dict[str, Any]:
+    return {
+        "namespace": hit.namespace, "entity_id": hit.entity_id, "attribute": hit.attribute,
+        "value": hit.value, "causal_seq": hit.causal_seq, "version": hit.version,
+        "memory_type": hit.memory_type, "tags": list(hit.tags), "trust": hit.trust,
+        "instruction_like": hit.instruction_like, "access_count": hit.access_count,
+        "score": hit.score, "strength": hit.strength, "similarity": hit.similarity,
+        "rank": hit.rank,
+    }
+
+
+def import_body(report: ImportReport) -> dict[str, Any]:
+    return {"imported": report.imported,
+            "rejected": [{"line": r.line, "field": r.field, "message": r.message}
+                         for r in report.rejected]}
+
+
+def _tags(body: Mapping[str, Any]) -> tuple[str, ...]:
+    """A list of tags; each tag's text is the store's to check."""
+    tags = body.get("tags", [])
+    if not isinstance(tags, list):
+        raise field_error("tags", f"is a JSON {_json_type(tags)}, not an array",
+                          'Pass an array of strings, e.g. ["work"].')
+    return tuple(tags)
+
+
+def _no_constant(name: str) -> None:
+    raise ValueError(f"{name} is not JSON; send numbers as finite decimals")
+
+
+def _json_type(value: object) -> str:
+    """The JSON name of a decoded value's type, for messages a non-Python client reads."""
+    for kind, name in _JSON_TYPES:
+        if isinstance(value, kind):
+            return name
+    return "null"
+
+
+_JSON_TYPES: tuple[tuple[type, str], ...] = (
+    (bool, "boolean"), (int, "number"), (float, "number"), (str, "string"), (list, "array"),
+    (dict, "object"))
