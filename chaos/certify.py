@@ -19,16 +19,16 @@ import random
 import shlex
 import shutil
 import time
-from collections.abc import Callable
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from invariants.backend import BackendFactory
+from invariants.capabilities import restore_supported
 from invariants.checkers import CheckerSuite, check_history
 from invariants.errors import InvalidArgument
-from invariants.history import HistoryRecorder, Paraphrase, read_history
+from invariants.history import Entry, HistoryRecorder, Paraphrase, read_history
 
 from .coverage import backend_errors, measure
 from .factory import REFERENCE, load_factory, probe
@@ -39,7 +39,8 @@ from .runner import run_plan
 if TYPE_CHECKING:
     from .metrics import Exporter, MetricsOptions
 
-__all__ = ["CertifyOptions", "Progress", "certify", "replay"]
+__all__ = ["CertifyOptions", "Progress", "Recording", "Resolved", "certify", "prepare", "replay",
+           "resolve"]
 
 LEVELS: tuple[Paraphrase, ...] = ("surface", "lexical", "semantic")
 CHECK_RESERVE = 0.15
@@ -108,80 +109,143 @@ def certify(factory: BackendFactory | str | None = None, options: CertifyOptions
 
     options = options or CertifyOptions()
     progress = progress or Progress()
-    named: BackendFactory | str
-    if factory is None or isinstance(factory, str):
-        spec = factory or REFERENCE
-        resolved = load_factory(spec)
-        named = spec
-    else:
-        spec, resolved = _name_of(factory), factory
-        named = factory
+    backend = resolve(factory)
     seed = options.seed if options.seed is not None else random.SystemRandom().randrange(2**31)
     started = time.monotonic()
-
-    backend = probe(resolved, spec)
-    backend.reset()
-    backend.close()
+    can_restore = prepare(backend)
 
     suite = load_suite(options.suite)
-    plans = []
-    for entry in suite.entries:
-        scenario = entry.scenario
-        plan = scenario.plan(seed=seed, workers=options.workers, level=options.level,
-                             scale=entry.scale)
-        plans.append((scenario, entry, plan))
+    plans = [(entry, entry.scenario.plan(seed=seed, workers=options.workers,
+                                         level=options.level, scale=entry.scale))
+             for entry in suite.entries]
     run_budget = options.budget_s * (1 - CHECK_RESERVE - options.stateful_share)
-    total_share = sum(entry.share for _, entry, _ in plans) or 1.0
+    total_share = sum(entry.share for entry, _ in plans) or 1.0
 
-    options.out.mkdir(parents=True, exist_ok=True)
-    history_path = options.out / "history.jsonl"
-    online = CheckerSuite(level=options.level)
-    exporter = None
-    if metrics is not None:
-        from .metrics import Exporter
-
-        exporter = Exporter.start(metrics, backend=spec, suite=options.suite,
-                                  level=options.level, seed=seed,
-                                  violations=online.violation_counts)
-    observers = [online.observe] if exporter is None else [online.observe, exporter.observe]
-    progress.start(sum(p.size for _, _, p in plans), options.budget_s)
     summaries: list[ScenarioSummary] = []
-    restore_supported = True
-    with _serving(exporter):
-        with HistoryRecorder(history_path, keep=False, observers=observers) as recorder:
-            first_worker = 0
-            for scenario, entry, plan in plans:
-                progress.scenario(scenario.name)
-                if exporter is not None:
-                    exporter.begin_scenario(scenario.name)
-                result = run_plan(
-                    resolved, plan, recorder, clock=LamportClock(), first_worker=first_worker,
-                    budget_s=run_budget * entry.share / total_share,
-                    processes=options.processes, factory_spec=spec,
-                    on_step=lambda: progress.step(online.violation_count))
-                first_worker += len(plan.workers) + 1
-                restore_supported &= result.restore_supported
-                summaries.append(ScenarioSummary(
-                    scenario.name, result.steps_planned, result.steps_done, result.elapsed_s,
-                    result.budget_exhausted, result.faults_fired, tuple(plan.requires)))
+    with Recording(options.out, backend=backend.spec, suite=options.suite,
+                   level=options.level, seed=seed, metrics=metrics) as recording:
+        progress.start(sum(plan.size for _, plan in plans), options.budget_s)
+        first_worker = 0
+        for entry, plan in plans:
+            progress.scenario(plan.scenario)
+            recording.begin_scenario(plan.scenario)
+            result = run_plan(
+                backend.factory, plan, recording.recorder, clock=LamportClock(),
+                first_worker=first_worker, budget_s=run_budget * entry.share / total_share,
+                processes=options.processes, factory_spec=backend.spec,
+                on_step=lambda: progress.step(recording.violation_count))
+            first_worker += len(plan.workers) + 1
+            can_restore &= result.restore_supported
+            summaries.append(ScenarioSummary(
+                plan.scenario, result.steps_planned, result.steps_done, result.elapsed_s,
+                result.budget_exhausted, result.faults_fired, tuple(plan.requires)))
+        recording.close()
         stateful = None
         if options.stateful_share > 0:
             progress.scenario("stateful (Hypothesis)")
-            stateful = _stateful_phase(named, seed, options)
+            stateful = _stateful_phase(backend.named, seed, options)
         progress.finish()
+        return recording.judge(
+            seed=seed, scenarios=summaries, restore_supported=can_restore,
+            started=started, command=_command(backend.spec, seed, options), stateful=stateful)
 
-        history = read_history(history_path)
+
+@dataclass(frozen=True)
+class Resolved:
+    """A backend as the harness uses it: its factory, the spec reports name it by, and
+    what to hand the stateful phase (the spec itself when one was given, so the programs
+    it prints import the backend back)."""
+
+    factory: BackendFactory
+    spec: str
+    named: BackendFactory | str
+
+
+def resolve(factory: BackendFactory | str | None) -> Resolved:
+    """A callable, a ``package.module:callable`` or ``http://`` spec, or None for the
+    reference store; a spec that does not resolve is a :class:`FactoryError`."""
+    if factory is None or isinstance(factory, str):
+        spec = factory or REFERENCE
+        return Resolved(load_factory(spec), spec, spec)
+    return Resolved(factory, _name_of(factory), factory)
+
+
+def prepare(backend: Resolved) -> bool:
+    """Check the factory gives a working handle, empty the store, and say whether the
+    backend has restore: asked up front, so a run that never reaches a restore still
+    knows."""
+    handle = probe(backend.factory, backend.spec)
+    handle.reset()
+    handle.close()
+    return restore_supported(backend.factory)
+
+
+class Recording:
+    """The recording side of a run, from the first operation to the written verdict:
+    ``history.jsonl`` streaming, the online checkers, and the metrics served while the
+    run records and is checked, then pushed with the verdict.
+
+    Used as a context manager around the run; :meth:`close` ends the history (the
+    stateful phase may follow), :meth:`judge` reads it back and writes the report.
+    """
+
+    def __init__(self, out: Path, *, backend: str, suite: str, level: Paraphrase, seed: int,
+                 metrics: MetricsOptions | None,
+                 observers: Sequence[Callable[[Entry], None]] = ()) -> None:
+        out.mkdir(parents=True, exist_ok=True)
+        self.out = out
+        self.backend = backend
+        self.level = level
+        self.online = CheckerSuite(level=level)
+        self.exporter: Exporter | None = None
+        if metrics is not None:
+            from .metrics import Exporter
+
+            self.exporter = Exporter.start(metrics, backend=backend, suite=suite, level=level,
+                                           seed=seed, violations=self.online.violation_counts)
+        watching = [self.online.observe, *observers]
+        if self.exporter is not None:
+            watching.append(self.exporter.observe)
+        self.recorder = HistoryRecorder(out / "history.jsonl", keep=False, observers=watching)
+
+    @property
+    def violation_count(self) -> int:
+        return self.online.violation_count
+
+    def begin_scenario(self, name: str) -> None:
+        if self.exporter is not None:
+            self.exporter.begin_scenario(name)
+
+    def close(self) -> None:
+        self.recorder.close()
+
+    def judge(self, *, seed: int, scenarios: Sequence[ScenarioSummary], restore_supported: bool,
+              started: float, command: str, stateful: Mapping[str, Any] | None = None) -> Report:
+        """Check the saved history with the same checkers, write results.json and
+        junit.xml, and push the metrics with the verdict."""
+        self.close()
+        history = read_history(self.out / "history.jsonl")
         report = build_report(
-            backend=spec, seed=seed, level=options.level,
-            checks=check_history(history, level=options.level),
-            coverage=measure(history), scenarios=summaries, errors=backend_errors(history),
+            backend=self.backend, seed=seed, level=self.level,
+            checks=check_history(history, level=self.level),
+            coverage=measure(history), scenarios=scenarios, errors=backend_errors(history),
             restore_supported=restore_supported, history_entries=len(history),
-            elapsed_s=time.monotonic() - started,
-            command=_command(spec, seed, options), stateful=stateful)
-        report.write(options.out)
-        if exporter is not None:
-            exporter.finish(success=report.verdict == "certified", duration_s=report.elapsed_s)
-    return report
+            elapsed_s=time.monotonic() - started, command=command, stateful=stateful)
+        report.write(self.out)
+        if self.exporter is not None:
+            self.exporter.finish(success=report.verdict == "certified",
+                                 duration_s=report.elapsed_s)
+        return report
+
+    def __enter__(self) -> Recording:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            self.recorder.close()
+        finally:
+            if self.exporter is not None:
+                self.exporter.close()
 
 
 def _stateful_phase(named: BackendFactory | str, seed: int,
@@ -194,11 +258,6 @@ def _stateful_phase(named: BackendFactory | str, seed: int,
     outcome = run_stateful_phase(named, budget_s=options.budget_s * options.stateful_share,
                                  seed=seed, level=options.level, out=options.out)
     return outcome.to_dict()
-
-
-def _serving(exporter: Exporter | None) -> AbstractContextManager[object]:
-    """Serve the metrics while the run records and is checked; nothing without them."""
-    return nullcontext() if exporter is None else exporter
 
 
 def replay(out: Path) -> Report:

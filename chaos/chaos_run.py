@@ -46,29 +46,27 @@ import sys
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import FrameType
 from typing import IO, TYPE_CHECKING, Any
 
 from invariants.backend import BackendFactory
-from invariants.checkers import CheckerSuite, check_history
 from invariants.errors import InvalidArgument
-from invariants.history import Entry, HistoryRecorder, Paraphrase, read_history
+from invariants.history import Entry, Paraphrase
 
-from .certify import CertifyOptions, Progress, _name_of
-from .coverage import backend_errors, measure
-from .factory import REFERENCE, load_factory, probe
+from .certify import CertifyOptions, Progress, Recording, Resolved, prepare, resolve
+from .factory import REFERENCE
 from .faults import LamportClock
 from .plan import Plan
-from .report import Report, ScenarioSummary, build_report
+from .report import Report, ScenarioSummary
 from .runner import RunResult, run_plan
 
 if TYPE_CHECKING:
     from scenarios import SuiteEntry
 
-    from .metrics import Exporter, MetricsOptions
+    from .metrics import MetricsOptions
 
 __all__ = ["ChaosOptions", "round_seed", "run_chaos", "stop_on_signals"]
 
@@ -129,52 +127,24 @@ def run_chaos(factory: BackendFactory | str | None = None, options: ChaosOptions
     options = options or ChaosOptions()
     progress = progress or Progress()
     stop = stop or threading.Event()
-    if factory is None or isinstance(factory, str):
-        spec = factory or REFERENCE
-        resolved = load_factory(spec)
-    else:
-        spec, resolved = _name_of(factory), factory
+    backend = resolve(factory)
     seed = options.seed if options.seed is not None else random.SystemRandom().randrange(2**31)
     started = time.monotonic()
     entries, round_s, suite_label = _entries(options)
+    can_restore = prepare(backend)
 
-    backend = probe(resolved, spec)
-    backend.reset()
-    backend.close()
-
-    options.out.mkdir(parents=True, exist_ok=True)
-    history_path = options.out / "history.jsonl"
-    online = CheckerSuite(level=options.level)
-    exporter: Exporter | None = None
-    if metrics is not None:
-        from .metrics import Exporter
-
-        exporter = Exporter.start(metrics, backend=spec, suite=suite_label, level=options.level,
-                                  seed=seed, violations=online.violation_counts)
-    run = _Rounds(resolved, spec, options, seed, progress, exporter, online, stop)
-    observers = [online.observe, run.observe]
-    if exporter is not None:
-        observers.append(exporter.observe)
-    progress.start(sys.maxsize, options.duration_s or math.inf)
-    with exporter or nullcontext():
-        with open(options.out / "rounds.jsonl", "w", encoding="utf-8") as rounds, \
-                HistoryRecorder(history_path, keep=False, observers=observers) as recorder:
-            chaos_s = run.until_done(entries, round_s, recorder, rounds)
+    run = _Rounds(backend, options, seed, progress, stop)
+    with Recording(options.out, backend=backend.spec, suite=suite_label, level=options.level,
+                   seed=seed, metrics=metrics, observers=[run.observe]) as recording, \
+            open(options.out / "rounds.jsonl", "w", encoding="utf-8") as rounds:
+        progress.start(sys.maxsize, options.duration_s or math.inf)
+        chaos_s = run.until_done(entries, round_s, recording, rounds)
         progress.finish()
-
-        history = read_history(history_path)
-        report = build_report(
-            backend=spec, seed=seed, level=options.level,
-            checks=check_history(history, level=options.level),
-            coverage=measure(history), scenarios=run.summaries(), errors=backend_errors(history),
-            restore_supported=run.restore_supported, history_entries=len(history),
-            elapsed_s=time.monotonic() - started,
-            command=_command(spec, seed, options,
+        return recording.judge(
+            seed=seed, scenarios=run.summaries(),
+            restore_supported=can_restore and run.restore_supported, started=started,
+            command=_command(backend.spec, seed, options,
                              None if run.stopped else options.duration_s, chaos_s))
-        report.write(options.out)
-        if exporter is not None:
-            exporter.finish(success=report.verdict == "certified", duration_s=report.elapsed_s)
-    return report
 
 
 @contextmanager
@@ -226,16 +196,13 @@ class _Tally:
 class _Rounds:
     """The rounds of one chaos run, and what they did."""
 
-    def __init__(self, factory: BackendFactory, spec: str, options: ChaosOptions, seed: int,
-                 progress: Progress, exporter: Exporter | None, online: CheckerSuite,
-                 stop: threading.Event) -> None:
-        self.factory = factory
-        self.spec = spec
+    def __init__(self, backend: Resolved, options: ChaosOptions, seed: int,
+                 progress: Progress, stop: threading.Event) -> None:
+        self.factory = backend.factory
+        self.spec = backend.spec
         self.options = options
         self.seed = seed
         self.progress = progress
-        self.exporter = exporter
-        self.online = online
         self.stop = stop
         self.restore_supported = True
         self.stopped = False
@@ -245,7 +212,7 @@ class _Rounds:
         self._steps_done = 0
 
     def until_done(self, entries: Sequence[SuiteEntry], round_s: float,
-                   recorder: HistoryRecorder, rounds: IO[str]) -> float:
+                   recording: Recording, rounds: IO[str]) -> float:
         """Run rounds until the duration is over or a stop is asked; returns the seconds
         spent."""
         started = time.monotonic()
@@ -269,23 +236,23 @@ class _Rounds:
                 budget = (round_end - time.monotonic()) * entry.share / shares_left
                 if budget <= 0:
                     break
-                line = self._run(plan, number, budget, recorder)
+                line = self._run(plan, number, budget, recording)
                 rounds.write(json.dumps(line) + "\n")
                 rounds.flush()
         self.stopped = self.stop.is_set()
         return time.monotonic() - started
 
     def _run(self, plan: Plan, number: int, budget_s: float,
-             recorder: HistoryRecorder) -> dict[str, Any]:
+             recording: Recording) -> dict[str, Any]:
         self.progress.scenario(f"{plan.scenario} (round {number})")
-        if self.exporter is not None:
-            self.exporter.begin_scenario(plan.scenario)
+        recording.begin_scenario(plan.scenario)
+        recorder = recording.recorder
         first_entry = len(recorder)
         self._plan_workers = range(self._first_worker, self._first_worker + len(plan.workers))
         self._steps_done = 0
 
         def on_step() -> None:
-            self.progress.step(self.online.violation_count)
+            self.progress.step(recording.violation_count)
             if self.stop.is_set():
                 raise _Stopped
 

@@ -6,6 +6,7 @@ terminal write per step would cost more than many backends' operations.
 
 from __future__ import annotations
 
+import math
 import sys
 import threading
 import time
@@ -64,7 +65,8 @@ class TerminalProgress(Progress):
         fraction = min(1.0, max(self._done / self._total, elapsed / self._budget))
         filled = int(fraction * WIDTH)
         line = (f"[{'#' * filled}{'.' * (WIDTH - filled)}] {fraction:4.0%}  "
-                f"{elapsed:5.1f}/{self._budget:g} s  {self._done:,} ops  "
+                f"{elapsed:5.1f}{'' if math.isinf(self._budget) else f'/{self._budget:g}'} s  "
+                f"{self._done:,} ops  "
                 f"{self._violations} violations  {self._name}")
         self._stream.write(("\r" + line.ljust(100)) if self._tty else line + "\n")
         self._stream.flush()

@@ -249,7 +249,7 @@ def _junit(report: Report) -> ElementTree.ElementTree:
     errors = sum(v.verdict == "unknown" for v in report.invariants.values())
     skipped = sum(v.verdict == "skipped" for v in report.invariants.values())
     suite = ElementTree.Element("testsuite", {
-        "name": f"memcert certify {report.backend}", "tests": str(len(report.invariants)),
+        "name": f"{_command_name(report)} {report.backend}", "tests": str(len(report.invariants)),
         "failures": str(failures), "errors": str(errors), "skipped": str(skipped),
         "time": f"{report.elapsed_s:.3f}"})
     for name, verdict in report.invariants.items():
@@ -271,6 +271,12 @@ def _junit(report: Report) -> ElementTree.ElementTree:
     return ElementTree.ElementTree(root)
 
 
+def _command_name(report: Report) -> str:
+    """``memcert certify``, ``memcert chaos``, ...: whichever command made the report."""
+    words = report.command.split()[:2]
+    return " ".join(words) if len(words) == 2 else "memcert certify"
+
+
 def render_table(report: Report) -> str:
     """The verdict table a person reads at the end of ``memcert certify``."""
     rows = [("invariant", "verdict", "violations", "checked", "rate")]
@@ -281,8 +287,15 @@ def render_table(report: Report) -> str:
     lines = ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip()
              for row in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
-    out = [f"memcert certify {report.backend}  (seed {report.seed}, level {report.level})", "",
-           *lines, ""]
+    out = [f"{_command_name(report)} {report.backend}  (seed {report.seed}, level "
+           f"{report.level})", "", *lines, ""]
+    for scenario in report.scenarios:
+        if scenario.steps_planned and not scenario.steps_done:
+            out.append(f"scenario {scenario.name} ran none of its {scenario.steps_planned:,} "
+                       f"steps in its {scenario.elapsed_s:.1f} s share of the budget; give "
+                       "the run a larger --budget (worker processes take seconds to start)")
+    if any(s.steps_planned and not s.steps_done for s in report.scenarios):
+        out.append("")
     for name, v in report.invariants.items():
         if v.verdict in ("fail", "unknown"):
             found = f" (found by {' and '.join(v.found_by)})" if v.found_by else ""

@@ -43,7 +43,8 @@ from typing import Any
 
 from hypothesis import settings as Settings
 
-from invariants.backend import BackendFactory, Restore
+from invariants.backend import BackendFactory
+from invariants.capabilities import restore_supported
 from invariants.checkers import CHECKER_NAMES
 from invariants.errors import InvalidArgument
 from invariants.verdict import Validity
@@ -85,7 +86,9 @@ __all__ = [
 ]
 
 BATCH = 10
-"""Programs per Hypothesis run of the phase; the budget is checked between runs."""
+"""The most programs per Hypothesis run of the phase; the budget is checked between runs."""
+FIRST_BATCH = 2
+"""Programs in the first run, which measures how long a program takes on this backend."""
 
 
 def machine_for(
@@ -102,22 +105,6 @@ def machine_for(
     """
     factory, _, _ = name_backend(backend)
     return functools.partial(BackendMachine, make_config(factory, level=level, checkers=checkers))
-
-
-def restore_supported(factory: BackendFactory) -> bool:
-    """Detect the restore capability: restoring an entity that was never deleted is
-    refused (``not_deleted``) by a backend that has it, and raises
-    ``NotImplementedError`` in one that has not. The store is reset around the probe."""
-    handle = factory()
-    try:
-        handle.reset()
-        handle.restore(Restore("memcert_probe", "probe", 1, "memcert-probe-restore"))
-    except NotImplementedError:
-        return False
-    finally:
-        handle.reset()
-        handle.close()
-    return True
 
 
 @dataclass(frozen=True)
@@ -205,8 +192,11 @@ def run_stateful_phase(
     """Search for violations with the machine until ``budget_s`` runs out, or until
     every checker has found one.
 
-    Programs are generated in runs of :data:`BATCH`, each seeded from ``seed``, so the
-    same seed searches the same programs (the thread timing of bursts aside). When a
+    Programs are generated in runs of at most :data:`BATCH`, each seeded from ``seed``
+    and its position. Each run is sized from how long the programs before it took, so
+    a slow backend is not sent a run that cannot finish within what is left; since the
+    sizes follow timing, two runs with one seed search largely, not exactly, the same
+    programs. When a
     run finds violations, their checkers are judged no more and the search goes on for
     the others. Each shrunk program is written to ``out/stateful/<checker>.py``. The
     budget bounds the search; shrinking a found failure is allowed to finish, so the
@@ -225,8 +215,9 @@ def run_stateful_phase(
     crashed: dict[str, str] = {}
     decisions: collections.Counter[str] = collections.Counter()
     examples = generated = batch = 0
-    while judged and time.monotonic() < deadline:
-        size = BATCH
+    size = FIRST_BATCH
+    while judged and size > 0:
+        started = time.monotonic()
         scope = f"memcert-phase|{name}|{level}|{','.join(judged)}"
         run = run_machine(
             factory, level=level, checkers=judged, restore=can_restore, seed=seed * 7919 + batch,
@@ -245,6 +236,9 @@ def run_stateful_phase(
                 idle[checker] = why
         failures += run.failures
         judged = tuple(c for c in judged if c not in run.failed)
+        now = time.monotonic()
+        per_program = (now - started) / max(run.programs, 1)
+        size = min(BATCH, int((deadline - now) / per_program)) if now < deadline else 0
     undecided = {
         c: crashed.get(c) or idle.get(c, "no program ran within the budget")
         for c in judged

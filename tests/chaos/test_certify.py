@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+from dataclasses import replace
 from pathlib import Path
 from xml.etree import ElementTree
 
@@ -175,3 +176,35 @@ def test_the_stateful_share_must_leave_the_chaos_phase_some_budget(tmp_path):
     assert str(raised.value) == (
         "stateful_share=0.9 must be between 0 (no stateful phase) and 0.80, so the chaos "
         "scenarios keep some budget; the default is 0.2.")
+
+
+def one_scenario_suite(tmp_path: Path, name: str) -> str:
+    path = tmp_path / "one.toml"
+    path.write_text(f'description = "Only {name}."\nbudget_s = 10\n\n'
+                    f'[[scenarios]]\nname = "{name}"\nshare = 1.0\n')
+    return str(path)
+
+
+def test_a_backend_without_restore_is_known_even_when_no_restore_was_sent(tmp_path):
+    suite = one_scenario_suite(tmp_path, "concurrent_writes")
+    report = certify("chaos.examples:no_restore", options(tmp_path, budget_s=5.0, suite=suite))
+
+    assert report.restore_supported is False
+    assert "restore is not implemented by this backend: restore checks skipped" in (
+        report.invariants["deletion_monotonicity"].notes)
+
+
+def test_a_scenario_that_ran_no_step_says_so_in_the_table(tmp_path):
+    from chaos.report import render_table
+
+    suite = one_scenario_suite(tmp_path, "concurrent_writes")
+    report = certify("chaos.examples:in_memory", options(tmp_path, budget_s=5.0, suite=suite))
+    starved = replace(report, scenarios=tuple(
+        replace(s, steps_done=0, elapsed_s=0.04) for s in report.scenarios))
+
+    assert render_table(starved).splitlines()[:1] == [
+        "memcert certify chaos.examples:in_memory  (seed 20261129, level lexical)"]
+    assert (f"scenario concurrent_writes ran none of its {report.scenarios[0].steps_planned:,} "
+            "steps in its 0.0 s share of the budget; give the run a larger --budget (worker "
+            "processes take seconds to start)") in render_table(starved)
+    assert "ran none of its" not in render_table(report)

@@ -1,0 +1,28 @@
+"""What a backend can do, found by asking it rather than by trusting a declaration.
+
+Restore is the one optional operation of the contract. Knowing before a run whether a
+backend has it keeps the report honest when a short or unlucky run never reaches a
+restore: the restore checks are then skipped for a reason, not silently passed.
+"""
+
+from __future__ import annotations
+
+from invariants.backend import BackendFactory, Restore
+
+__all__ = ["restore_supported"]
+
+
+def restore_supported(factory: BackendFactory) -> bool:
+    """Detect the restore capability: restoring an entity that was never deleted is
+    refused (``not_deleted``) by a backend that has it, and raises
+    ``NotImplementedError`` in one that has not. The store is reset around the probe."""
+    handle = factory()
+    try:
+        handle.reset()
+        handle.restore(Restore("memcert_probe", "probe", 1, "memcert-probe-restore"))
+    except NotImplementedError:
+        return False
+    finally:
+        handle.reset()
+        handle.close()
+    return True
