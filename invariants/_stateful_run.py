@@ -9,11 +9,13 @@ program that runs as it stands and raises at the step that shows the violation.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import importlib
+import math
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from hypothesis import seed as use_seed
@@ -167,6 +169,28 @@ def render_program(
         *steps,
     ]
     return "\n".join(lines) + "\n"
+
+
+@contextlib.contextmanager
+def shrinking_within(seconds: float) -> Iterator[None]:
+    """Bound the time Hypothesis spends shrinking one failure to ``seconds``.
+
+    Hypothesis stops shrinking after a fixed five minutes, read from a module constant
+    of its engine each time shrinking starts; on a slow backend that alone would
+    overrun a certification's budget many times over. The constant is private, so a
+    Hypothesis without it leaves shrinking unbounded rather than failing.
+    """
+    from hypothesis.internal.conjecture import engine
+
+    if not hasattr(engine, "MAX_SHRINKING_SECONDS"):
+        yield
+        return
+    saved = engine.MAX_SHRINKING_SECONDS
+    engine.MAX_SHRINKING_SECONDS = max(1, math.ceil(seconds))
+    try:
+        yield
+    finally:
+        engine.MAX_SHRINKING_SECONDS = saved
 
 
 def run_machine(

@@ -61,7 +61,14 @@ from ._stateful_machine import (
     SemanticNormalizationViolated,
     UniquenessViolated,
 )
-from ._stateful_run import MachineRun, StatefulFailure, make_config, name_backend, run_machine
+from ._stateful_run import (
+    MachineRun,
+    StatefulFailure,
+    make_config,
+    name_backend,
+    run_machine,
+    shrinking_within,
+)
 from ._stateful_settings import PROFILES, active_settings, scoped
 
 __all__ = [
@@ -89,6 +96,8 @@ BATCH = 10
 """The most programs per Hypothesis run of the phase; the budget is checked between runs."""
 FIRST_BATCH = 2
 """Programs in the first run, which measures how long a program takes on this backend."""
+MIN_SHRINK_S = 5.0
+"""Shrinking a failure found near the end of the budget may take this long at least."""
 
 
 def machine_for(
@@ -198,9 +207,12 @@ def run_stateful_phase(
     sizes follow timing, two runs with one seed search largely, not exactly, the same
     programs. When a
     run finds violations, their checkers are judged no more and the search goes on for
-    the others. Each shrunk program is written to ``out/stateful/<checker>.py``. The
-    budget bounds the search; shrinking a found failure is allowed to finish, so the
-    phase may overrun by the time that takes (seconds, for an in-process backend).
+    the others. Each shrunk program is written to ``out/stateful/<checker>.py``.
+    Shrinking a failure may take what is left of the budget, and at least
+    :data:`MIN_SHRINK_S`; the program is then the shortest found by that time. A
+    machine or backend error that is not a violation ends the phase: the checkers not
+    yet decided are reported undecided with the error, never as passed, and nothing
+    found before is lost.
     """
     if not budget_s > 0:
         raise InvalidArgument(f"budget_s={budget_s!r} must be a positive number of seconds")
@@ -219,10 +231,20 @@ def run_stateful_phase(
     while judged and size > 0:
         started = time.monotonic()
         scope = f"memcert-phase|{name}|{level}|{','.join(judged)}"
-        run = run_machine(
-            factory, level=level, checkers=judged, restore=can_restore, seed=seed * 7919 + batch,
-            settings=Settings(scoped(base, scope), max_examples=size, derandomize=False),
-        )
+        try:
+            with shrinking_within(max(deadline - started, MIN_SHRINK_S)):
+                run = run_machine(
+                    factory, level=level, checkers=judged, restore=can_restore,
+                    seed=seed * 7919 + batch,
+                    settings=Settings(scoped(base, scope), max_examples=size,
+                                      derandomize=False),
+                )
+        except Exception as error:
+            why = str(error).strip().splitlines()[0] if str(error).strip() else ""
+            crashed.update(dict.fromkeys(judged, (
+                f"the stateful phase stopped on {type(error).__name__}"
+                f"{': ' + why[:200] if why else ''}; its findings before that stand")))
+            break
         batch += 1
         generated += size
         examples += run.programs

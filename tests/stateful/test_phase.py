@@ -7,6 +7,8 @@ import json
 
 import pytest
 
+from chaos.examples import InMemoryBackend, SharedFactory
+from invariants._stateful_run import shrinking_within
 from invariants.checkers import CHECKER_NAMES
 from invariants.errors import InvalidArgument
 from invariants.stateful import run_stateful_phase
@@ -52,3 +54,33 @@ def test_the_budget_must_be_positive(tmp_path):
         run_stateful_phase("chaos.examples:in_memory", budget_s=0, seed=1, level="lexical",
                            out=tmp_path)
     assert str(raised.value) == "budget_s=0 must be a positive number of seconds"
+
+
+class _ReadsGarbage(InMemoryBackend):
+    """Breaks the contract's types: a read returns tuples, not records."""
+
+    def read(self, namespace, entity_id):
+        return [("not", "a record")]
+
+
+_garbage = SharedFactory(_ReadsGarbage)
+
+
+def test_a_backend_that_breaks_the_machine_leaves_every_checker_undecided(tmp_path):
+    outcome = run_stateful_phase(_garbage, budget_s=3, seed=2, level="lexical", out=tmp_path)
+
+    assert outcome.failures == ()
+    assert set(outcome.undecided) == set(CHECKER_NAMES)
+    reason = outcome.undecided["uniqueness"]
+    assert reason.startswith("the stateful phase stopped on ")
+    assert reason.endswith("; its findings before that stand")
+    assert all(outcome.validity(name) is Validity.UNKNOWN for name in CHECKER_NAMES)
+
+
+def test_shrinking_is_bounded_while_the_phase_runs_and_restored_after():
+    from hypothesis.internal.conjecture import engine
+
+    before = engine.MAX_SHRINKING_SECONDS
+    with shrinking_within(7.2):
+        assert engine.MAX_SHRINKING_SECONDS == 8
+    assert before == engine.MAX_SHRINKING_SECONDS
