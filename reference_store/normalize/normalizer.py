@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import math
+import re
 from typing import Literal, get_args
 
 from invariants.errors import InvalidArgument
 
 from .lexical import Lexicon, default_lexicon
-from .semantic import Embedder, similarity
+from .semantic import Embedder, blind_spots, similarity
 from .surface import fold
 
 __all__ = ["Level", "Normalizer"]
@@ -17,6 +18,7 @@ __all__ = ["Level", "Normalizer"]
 #: the ones before it.
 Level = Literal["surface", "lexical", "semantic"]
 _LEVELS: tuple[str, ...] = get_args(Level)
+_NUMBER = re.compile(r"\d+")
 
 
 class Normalizer:
@@ -25,7 +27,10 @@ class Normalizer:
     ``value_key`` and ``attribute_key`` are deterministic at every level (the semantic
     level keys like the lexical one) and idempotent. ``same_fact`` is key equality,
     and at the semantic level also embedding similarity at or above ``threshold``,
-    except across a difference in negation, which no embedder can override.
+    except across a difference in negation, in the numbers a value holds, or in the
+    characters the embedder says it cannot read, which no similarity can override:
+    sentence models score "room 101" and "room 102" as nearly one text, and a wrong
+    merge loses the newer fact, where a missed one only keeps a paraphrase twice.
 
     An ``embedder`` given below the semantic level is kept but not consulted here, so
     a store can hand the same one to its search without switching levels.
@@ -121,5 +126,10 @@ class Normalizer:
         if self._embedder is None or self._level != "semantic":
             return False
         if self._lexicon.negations(key_a) != self._lexicon.negations(key_b):
+            return False
+        if sorted(_NUMBER.findall(key_a)) != sorted(_NUMBER.findall(key_b)):
+            return False
+        unreadable = blind_spots(self._embedder)
+        if unreadable is not None and sorted(unreadable(a)) != sorted(unreadable(b)):
             return False
         return similarity(self._embedder, a, b) >= self._threshold

@@ -4,6 +4,10 @@ memcert ships no model. An embedder is any callable that maps a batch of texts t
 vector each; two values are one fact when their vectors' cosine similarity reaches
 the configured threshold. The negation guard is not here but in the normalizer: a
 model may well score "likes X" and "does not like X" as near-identical.
+
+An embedder may also say what it cannot see, with a method ``unreadable(text)``
+returning the characters of ``text`` it reads only as "unknown"; the normalizer never
+lets it merge two values that differ there (:data:`Blind`).
 """
 
 from __future__ import annotations
@@ -13,10 +17,19 @@ from collections.abc import Callable, Sequence
 
 from invariants.errors import InvalidArgument
 
-__all__ = ["Embedder", "cosine", "similarity"]
+__all__ = ["Blind", "Embedder", "blind_spots", "cosine", "similarity"]
 
 #: Maps a batch of texts to one vector per text, all of one length.
 Embedder = Callable[[Sequence[str]], Sequence[Sequence[float]]]
+
+#: An embedder's ``unreadable``: the characters of a text it reads only as "unknown".
+Blind = Callable[[str], Sequence[str]]
+
+
+def blind_spots(embedder: Embedder) -> Blind | None:
+    """The embedder's ``unreadable`` method, if it has one."""
+    unreadable = getattr(embedder, "unreadable", None)
+    return unreadable if callable(unreadable) else None
 
 
 def similarity(embedder: Embedder, a: str, b: str) -> float:

@@ -282,6 +282,32 @@ def test_negation_guard_overrides_the_embedder() -> None:
     assert not Normalizer("semantic", embedder=says_all_alike).same_fact("likes tea", "没喝过茶")
 
 
+def test_a_different_number_is_a_different_fact_whatever_the_embedder_says() -> None:
+    alike = Normalizer("semantic", embedder=says_all_alike)
+    assert not alike.same_fact("lives in room 101", "lives in room 102")
+    assert not alike.same_fact("owns 2 cats", "owns 12 cats")
+    assert not alike.same_fact("flight LH400", "flight LH4000")
+    assert alike.same_fact("lives in room 101", "has room 101 as home")
+    assert alike.same_fact("born 1990 in May", "May 1990 birthday")
+
+
+class _LatinOnly:
+    """Says every text is alike, and that it cannot read anything but ASCII."""
+
+    def __call__(self, texts: Sequence[str]) -> list[list[float]]:
+        return says_all_alike(texts)
+
+    def unreadable(self, text: str) -> list[str]:
+        return [char for char in text if not char.isascii()]
+
+
+def test_values_that_differ_where_the_embedder_is_blind_are_never_merged() -> None:
+    blind = Normalizer("semantic", embedder=_LatinOnly())
+    assert not blind.same_fact("likes 奶茶", "likes 绿茶")
+    assert blind.same_fact("likes 奶茶", "enjoys 奶茶")
+    assert blind.same_fact("likes tea", "enjoys chai")
+
+
 def test_embedder_is_not_consulted_below_semantic_or_on_equal_keys() -> None:
     calls: list[Sequence[str]] = []
 
