@@ -16,7 +16,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from . import certify_wall, checkers, runner_overhead, store_write
+from . import certify_wall, checkers, embedder, runner_overhead, service, store_write
 
 
 def _store() -> None:
@@ -29,6 +29,8 @@ BENCHMARKS: dict[str, Callable[[], object]] = {
     "checkers": checkers.run,
     "runner": runner_overhead.run,
     "certify": certify_wall.run,
+    "embedder": embedder.run,
+    "service": service.run,
 }
 
 

@@ -32,6 +32,13 @@ _LINGER_NONE = struct.pack("ii", 1, 0)
 Pair = tuple[asyncio.StreamReader, asyncio.StreamWriter]
 
 
+_RUNNING: set[asyncio.Task[None]] = set()
+"""Every link task until it has finished. The event loop keeps only weak references to
+tasks, and a connection closed while its tasks are still unwinding a cancellation is
+forgotten by its proxy; without this, such a task is collected mid-cancel and asyncio
+prints "Task was destroyed but it is pending!"."""
+
+
 class Owner(Protocol):
     """The proxy, as a connection sees it."""
 
@@ -156,6 +163,9 @@ class _Link:
             loop.create_task(self._guarded(self._read())),
             loop.create_task(self._guarded(self._write())),
         ]
+        for task in self.tasks:
+            _RUNNING.add(task)
+            task.add_done_callback(_RUNNING.discard)
 
     async def _read(self) -> None:
         while True:

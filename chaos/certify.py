@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from invariants.adapters.http import HttpFactory
 from invariants.backend import BackendFactory
 from invariants.capabilities import restore_supported
 from invariants.checkers import CheckerSuite, check_history
@@ -138,7 +139,8 @@ def certify(factory: BackendFactory | str | None = None, options: CertifyOptions
             can_restore &= result.restore_supported
             summaries.append(ScenarioSummary(
                 plan.scenario, result.steps_planned, result.steps_done, result.elapsed_s,
-                result.budget_exhausted, result.faults_fired, tuple(plan.requires)))
+                result.budget_exhausted, result.faults_fired, tuple(plan.requires),
+                not_run=result.not_run, nemesis=tuple(result.nemesis)))
         recording.close()
         stateful = None
         if options.stateful_share > 0:
@@ -147,7 +149,9 @@ def certify(factory: BackendFactory | str | None = None, options: CertifyOptions
         progress.finish()
         return recording.judge(
             seed=seed, scenarios=summaries, restore_supported=can_restore,
-            started=started, command=_command(backend.spec, seed, options), stateful=stateful)
+            started=started, stateful=stateful,
+            command=_command(backend.spec, seed, options,
+                             getattr(backend.factory, "command_args", None)))
 
 
 @dataclass(frozen=True)
@@ -228,7 +232,8 @@ class Recording:
         report = build_report(
             backend=self.backend, seed=seed, level=self.level,
             checks=check_history(history, level=self.level),
-            coverage=measure(history), scenarios=scenarios, errors=backend_errors(history),
+            coverage=measure(history, [e for s in scenarios for e in s.nemesis]),
+            scenarios=scenarios, errors=backend_errors(history),
             restore_supported=restore_supported, history_entries=len(history),
             elapsed_s=time.monotonic() - started, command=command, stateful=stateful)
         report.write(self.out)
@@ -268,10 +273,13 @@ def replay(out: Path) -> Report:
     history = read_history(out / "history.jsonl")
     scenarios = [ScenarioSummary(s["name"], s["steps_planned"], s["steps_done"],
                                  s["elapsed_s"], s["budget_exhausted"], s["faults_fired"],
-                                 tuple(s["requires"])) for s in saved["scenarios"]]
+                                 tuple(s["requires"]), not_run=s.get("not_run") or "",
+                                 nemesis=tuple(s.get("nemesis", ())))
+                 for s in saved["scenarios"]]
     return build_report(
         backend=saved["backend"], seed=saved["seed"], level=saved["level"],
-        checks=check_history(history, level=saved["level"]), coverage=measure(history),
+        checks=check_history(history, level=saved["level"]),
+        coverage=measure(history, [e for s in scenarios for e in s.nemesis]),
         errors=backend_errors(history),
         scenarios=scenarios, restore_supported=saved["restore_supported"],
         history_entries=len(history), elapsed_s=0.0, command=saved["reproduce"],
@@ -279,13 +287,20 @@ def replay(out: Path) -> Report:
 
 
 def _name_of(factory: Callable[..., object]) -> str:
+    if isinstance(factory, HttpFactory):  # known by its URL, which worker processes load
+        return factory.url
     module = getattr(factory, "__module__", None) or "?"
     return f"{module}:{getattr(factory, '__qualname__', repr(factory))}"
 
 
-def _command(spec: str, seed: int, options: CertifyOptions) -> str:
+def _command(spec: str, seed: int, options: CertifyOptions,
+             backend_args: Sequence[str] | None = None) -> str:
+    """The command that reruns the plans; ``backend_args`` name a backend that has no
+    spec of its own (``--serve``: a service memcert runs)."""
     parts = ["memcert", "certify"]
-    if spec != REFERENCE:
+    if backend_args is not None:
+        parts += backend_args
+    elif spec != REFERENCE:
         parts.append(spec)
     parts += ["--seed", str(seed), "--level", options.level, "--budget", f"{options.budget_s:g}",
               "--workers", str(options.workers)]

@@ -45,7 +45,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -191,6 +191,8 @@ class _Tally:
     exhausted: bool = False
     fired: dict[str, int] = field(default_factory=dict)
     requires: tuple[str, ...] = ()
+    not_run: str = ""
+    nemesis: list[Mapping[str, Any]] = field(default_factory=list)
 
 
 class _Rounds:
@@ -284,6 +286,8 @@ class _Rounds:
         tally.done += result.steps_done
         tally.elapsed_s += elapsed
         tally.exhausted |= result.budget_exhausted
+        tally.not_run = result.not_run
+        tally.nemesis.extend(result.nemesis)
         for name, count in result.faults_fired.items():
             tally.fired[name] = tally.fired.get(name, 0) + count
         return {"round": number, "seed": plan.seed, "scenario": plan.scenario,
@@ -301,7 +305,8 @@ class _Rounds:
 
     def summaries(self) -> list[ScenarioSummary]:
         return [ScenarioSummary(name, t.planned, t.done, t.elapsed_s, t.exhausted, t.fired,
-                                t.requires) for name, t in self._tallies.items()]
+                                t.requires, not_run=t.not_run, nemesis=tuple(t.nemesis))
+                for name, t in self._tallies.items()]
 
 
 def _entries(options: ChaosOptions) -> tuple[tuple[SuiteEntry, ...], float, str]:

@@ -9,7 +9,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,6 +20,8 @@ from .cli_parser import UsageError, build_parser
 from .report import Report, render_table
 
 if TYPE_CHECKING:
+    from invariants.backend import BackendFactory
+
     from .certify import Progress
     from .metrics import MetricsOptions
 
@@ -32,6 +35,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         if args.command == "serve":
             return _serve(args)
+        if args.command == "load":
+            return _load(args)
         report = _dispatch(args)
     except UsageError as error:
         print(error, file=sys.stderr)
@@ -67,15 +72,40 @@ def _dispatch(args: argparse.Namespace) -> Report:
     if args.command == "nightly":
         from .nightly import NightlyOptions, nightly
 
-        return nightly(args.backend, NightlyOptions(
-            out=Path(args.out), suite=args.suite, budget_s=args.budget, seed=args.seed,
-            level=args.level, workers=args.workers, processes=args.processes,
-            keep=args.keep, stateful_share=args.stateful_share),
-            progress=progress, metrics=metrics).report
+        with _backend(args) as backend:
+            return nightly(backend, NightlyOptions(
+                out=Path(args.out), suite=args.suite, budget_s=args.budget, seed=args.seed,
+                level=args.level, workers=args.workers, processes=args.processes,
+                keep=args.keep, stateful_share=args.stateful_share),
+                progress=progress, metrics=metrics).report
     options = CertifyOptions(budget_s=args.budget, seed=args.seed, level=args.level,
                              workers=args.workers, out=Path(args.out), suite=args.suite,
                              processes=args.processes, stateful_share=args.stateful_share)
-    return certify(args.backend, options, progress=progress, metrics=metrics)
+    with _backend(args) as backend:
+        return certify(backend, options, progress=progress, metrics=metrics)
+
+
+@contextmanager
+def _backend(args: argparse.Namespace) -> Iterator[BackendFactory | str | None]:
+    """The backend argument as given, or with ``--serve`` a service memcert starts for
+    the run (and stops after it)."""
+    if not args.serve:
+        if args.db is not None:
+            raise UsageError(f"memcert {args.command}: --db names the database of the service "
+                             "--serve starts; add --serve (the in-process reference store "
+                             "reads MEMCERT_DB_URL)")
+        yield args.backend
+        return
+    if args.backend is not None:
+        raise UsageError(f"memcert {args.command}: --serve certifies the reference store "
+                         f"served by memcert, so it takes no backend, but {args.backend!r} "
+                         "was given; to certify your own service, give its URL instead")
+    from .service import managed_service
+
+    with managed_service(args.db or os.environ.get("MEMCERT_DB_URL") or None) as served:
+        print(f"memcert: serving the reference store at {served.url} for this run",
+              file=sys.stderr)
+        yield served
 
 
 def _chaos(args: argparse.Namespace, progress: Progress | None,
@@ -117,6 +147,35 @@ def _serve(args: argparse.Namespace) -> int:
     serve(options, announce=_announce_service)
     print("memcert: stopped", file=sys.stderr, flush=True)
     return 0
+
+
+def _load(args: argparse.Namespace) -> int:
+    """``memcert load``: Locust's summary, then the verdict table and certify's exit code."""
+    from .load import LoadOptions, describe, run_load, run_worker
+
+    default_port = 5557
+    if args.worker:
+        if not args.master_host:
+            raise UsageError("memcert load --worker needs --master-host ADDR, the address of "
+                             "the machine running 'memcert load --expect-workers N'")
+        return run_worker(args.master_host, args.master_port or default_port, args.token)
+    if args.db is not None and args.host is not None:
+        raise UsageError("memcert load: --db is for the store memcert serves (--serve); "
+                         "with --host the service has its own database")
+    port = args.master_port
+    if port is None:
+        port = default_port if args.expect_workers else 0
+    options = LoadOptions(
+        users=args.users, spawn_rate=args.spawn_rate, duration_s=args.duration,
+        processes=args.processes, expect_workers=args.expect_workers, host=args.host,
+        db=args.db, token=args.token, out=Path(args.out), mix=args.mix,
+        entities=args.entities, level=args.level, seed=args.seed,
+        master_bind_host=args.master_bind_host, master_port=port)
+    result = run_load(options, metrics=_metrics_options(args))
+    for line in describe(result):
+        print(line)
+    print(render_table(result.report))
+    return result.report.exit_code
 
 
 def _announce_service(url: str, db: str) -> None:

@@ -52,6 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "junit.xml to --out.",
         epilog="Examples:\n  memcert certify                      # the reference store\n"
                "  memcert certify mypkg.store:factory --budget 120 --seed 7\n"
+               "  memcert certify --serve --suite network   # network and crash chaos\n"
                "  memcert replay memcert-out         # re-check a saved run",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -77,6 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="no progress bar; print only the verdict table")
     _add_metrics_options(certify)
     _add_token_option(certify)
+    _add_managed_options(certify)
 
     nightly = commands.add_parser(
         "nightly", help="the nightly chaos job: certify, then write a report to read later",
@@ -116,6 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
                       help="no progress bar; print only the verdict table")
     _add_metrics_options(nightly)
     _add_token_option(nightly)
+    _add_managed_options(nightly)
     _add_chaos(commands)
 
     replay = commands.add_parser(
@@ -124,7 +127,27 @@ def build_parser() -> argparse.ArgumentParser:
                     "with the same checkers, and print the verdict table.")
     replay.add_argument("out", metavar="DIR", help="a folder written by memcert certify")
     _add_serve(commands)
+    _add_load(commands)
     return parser
+
+
+def _add_managed_options(parser: argparse.ArgumentParser) -> None:
+    managed = parser.add_argument_group(
+        "a service memcert runs",
+        "Certify the reference store as its users reach it: memcert starts 'memcert\n"
+        "serve' on a free loopback port, certifies it over HTTP and stops it at the end.\n"
+        "Because memcert owns the process, the crash_restart scenario can SIGKILL it and\n"
+        "restart it on the same database: memcert certify --serve --suite network")
+    managed.add_argument(
+        "--serve", action="store_true",
+        default=_env("MEMCERT_SERVE", "") not in ("", "0", "false", "no"),
+        help="start memcert serve and certify it over HTTP; give no backend with it "
+             "[env MEMCERT_SERVE=1]")
+    managed.add_argument(
+        "--db", default=None, metavar="URL",
+        help="with --serve: the service's database, a SQLite path or a postgresql:// URL "
+             "[env MEMCERT_DB_URL, default a SQLite file in a fresh temporary folder, "
+             "removed afterwards]")
 
 
 def _add_token_option(parser: argparse.ArgumentParser) -> None:
@@ -168,6 +191,95 @@ def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                             "[env MEMCERT_SERVE_HANDLES, default 8]")
     serve.add_argument("--openapi", action="store_true",
                        help="print the OpenAPI document to stdout and exit")
+
+
+LOAD_MIXES = ("balanced", "read-heavy", "write-heavy", "read-only")
+"""The mixes of chaos.load_mix.MIXES, named here so building the parser imports nothing."""
+
+
+def _add_load(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    load = commands.add_parser(
+        "load", help="load a memory service with Locust while its invariants are checked",
+        description="Run Locust users against a service speaking memcert's HTTP protocol:\n"
+                    "contract operations (write, delete, restore, read), recorded, and store\n"
+                    "operations (search, recall, touch, forget, export). Each Locust process\n"
+                    "records its own history; when the run ends they are merged by time and\n"
+                    "checked as certify checks. Writes results.json, junit.xml, history.jsonl,\n"
+                    "load.json and Locust's locust_*.csv to --out, prints Locust's summary\n"
+                    "and the verdict table. Without --host, the reference store is served for\n"
+                    "the run. See docs/load.md.",
+        epilog="Examples:\n"
+               "  memcert load --users 16 --duration 60            # the reference store\n"
+               "  memcert load --host http://127.0.0.1:8765 --users 32 --processes 2\n"
+               "  memcert load --db postgresql://localhost/mem --mix write-heavy\n"
+               "  memcert load --expect-workers 2 --master-bind-host 0.0.0.0 --host URL\n"
+               "  memcert load --worker --master-host 10.0.0.5      # on each other machine\n\n"
+               "Exit codes: 0 certified, 1 failed, 2 usage error, 3 unknown.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    run = load.add_argument_group("the load")
+    run.add_argument("--users", type=int, default=_int_env("MEMCERT_LOAD_USERS") or 8,
+                     metavar="N", help="Locust users, each one request at a time, no think "
+                                       "time [env MEMCERT_LOAD_USERS, default 8]")
+    run.add_argument("--spawn-rate", type=float, default=_float_env("MEMCERT_LOAD_SPAWN_RATE"),
+                     metavar="R", help="users started per second [env MEMCERT_LOAD_SPAWN_RATE, "
+                                       "default all at once]")
+    run.add_argument("--duration", type=float,
+                     default=_float_env("MEMCERT_LOAD_DURATION") or 60.0, metavar="SECONDS",
+                     help="how long the users run, in whole seconds; merging and checking come "
+                          "after [env MEMCERT_LOAD_DURATION, default 60]")
+    run.add_argument("--processes", type=int,
+                     default=_int_env("MEMCERT_LOAD_PROCESSES") or 0, metavar="P",
+                     help="Locust's distributed mode on this machine: a master and P worker "
+                          "processes; 0 runs one Locust process [env MEMCERT_LOAD_PROCESSES, "
+                          "default 0]")
+    run.add_argument("--mix", choices=LOAD_MIXES, default=_env("MEMCERT_LOAD_MIX", "balanced"),
+                     help="the operations' weights [env MEMCERT_LOAD_MIX, default balanced]")
+    run.add_argument("--entities", type=int, default=_int_env("MEMCERT_LOAD_ENTITIES") or 8,
+                     metavar="N", help="entities per namespace that every user shares "
+                                       "[env MEMCERT_LOAD_ENTITIES, default 8]")
+    run.add_argument("--seed", type=int, default=_int_env("MEMCERT_SEED"), metavar="N",
+                     help="seed of the users' choices [env MEMCERT_SEED, default random and "
+                          "reported]")
+    run.add_argument("--level", choices=("surface", "lexical", "semantic"),
+                     default=_env("MEMCERT_LEVEL", "lexical"),
+                     help="the widest paraphrase written, which the backend claims to "
+                          "normalize [env MEMCERT_LEVEL, default lexical]")
+    target = load.add_argument_group("the service")
+    which = target.add_mutually_exclusive_group()
+    which.add_argument("--host", default=_env("MEMCERT_LOAD_HOST") or None, metavar="URL",
+                       help="base URL of the service to load [env MEMCERT_LOAD_HOST, default "
+                            "none: --serve]")
+    which.add_argument("--serve", action="store_true",
+                       help="serve the reference store for the run and stop it afterwards "
+                            "(the default without --host)")
+    target.add_argument("--db", default=None, metavar="URL",
+                        help="with --serve: a SQLite path or a postgresql:// URL [default a "
+                             "SQLite file in a temporary folder]")
+    _add_token_option(load)
+    spread = load.add_argument_group("distributed mode across machines")
+    spread.add_argument("--expect-workers", type=int, default=0, metavar="N",
+                        help="also wait for N workers started on other machines with "
+                             "'memcert load --worker' [default 0]")
+    spread.add_argument("--master-bind-host", default="127.0.0.1", metavar="ADDR",
+                        help="address the master listens on for workers [default 127.0.0.1; "
+                             "0.0.0.0 for workers on other machines]")
+    spread.add_argument("--master-port", type=int, default=None, metavar="N",
+                        help="the master's port: to listen on, or with --worker to connect to "
+                             "[default 5557 with --expect-workers or --worker, else a free "
+                             "port]")
+    spread.add_argument("--worker", action="store_true",
+                        help="run as a worker of a master on another machine: everything "
+                             "else comes from the master")
+    spread.add_argument("--master-host", default=None, metavar="ADDR",
+                        help="with --worker: the master's address")
+    output = load.add_argument_group("output")
+    output.add_argument("--out", default=_env("MEMCERT_LOAD_OUT", "memcert-load"),
+                        metavar="DIR",
+                        help="folder for results.json, junit.xml, history.jsonl, load.json, "
+                             "workers/ and locust_*.csv [env MEMCERT_LOAD_OUT, default "
+                             "memcert-load]")
+    _add_metrics_options(load)
 
 
 def _add_metrics_options(parser: argparse.ArgumentParser) -> None:

@@ -4,14 +4,20 @@ A scenario that never made two writes to one key overlap has not tested uniquene
 under concurrency, however green its reads look. Each condition here is counted from
 the saved history alone (so ``memcert replay`` gets the same answer), and a required
 condition that never occurred turns the invariant it serves into ``unknown``.
+
+The network and crash conditions also need to know when the nemesis acted: its events
+(saved with each scenario in results.json) say how long the history was around each
+action, and which workers it acted on. An operation *got no answer* if it ended
+``info``, or is a read that failed with an error.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
+from typing import Any
 
 from invariants.history import Entry, History
 
@@ -78,6 +84,26 @@ CONDITIONS: Mapping[str, Condition] = MappingProxyType(
             "semantic_normalization",
             "a completed write whose meta.paraphrase is semantic",
         ),
+        "network_fault_during_ops": Condition(
+            "durability",
+            "an operation of a client group that got no answer, completing while a toxic "
+            "was in force on that group's proxy",
+        ),
+        "partition_cut_ops": Condition(
+            "durability",
+            "an operation of a cut-off client group that got no answer, completing while "
+            "the group was partitioned",
+        ),
+        "crash_lost_in_flight": Condition(
+            "durability",
+            "an operation invoked before the service was killed that got no answer, "
+            "completing after the kill began",
+        ),
+        "writes_acked_before_crash": Condition(
+            "durability",
+            "an acknowledged write that completed before the service was killed, to an "
+            "entity that a read invoked after the restart read successfully",
+        ),
     }
 )
 """Every coverage condition; a write's *key* is (namespace, entity_id, meta.slot)."""
@@ -88,8 +114,13 @@ CONDITION_INVARIANT: Mapping[str, str] = MappingProxyType(
 """Each coverage condition, and the invariant left unproven when it never occurs."""
 
 
-def measure(history: History) -> dict[str, int]:
-    """Count how often each condition occurred; linear after one sort per key."""
+def measure(history: History, nemesis: Sequence[Mapping[str, Any]] = ()) -> dict[str, int]:
+    """Count how often each condition occurred; linear after one sort per key.
+
+    ``nemesis`` holds the events of every scenario's nemesis
+    (:class:`chaos.nemesis.Nemesis`); without them the network and crash conditions
+    count 0.
+    """
     pairs = [(inv, done) for inv, done in history.pairs() if done is not None]
     counts = dict.fromkeys(CONDITION_INVARIANT, 0)
     counts["overlapping_same_key_writes"] = _overlaps(
@@ -109,7 +140,71 @@ def measure(history: History) -> dict[str, int]:
     for inv, _ in pairs:
         namespaces[inv.op.entity_id].add(inv.op.namespace)
     counts["second_namespace"] = sum(1 for spaces in namespaces.values() if len(spaces) > 1)
+    counts.update(_nemesis_conditions(pairs, nemesis))
     return counts
+
+
+def _no_answer(done: Entry) -> bool:
+    """The operation got no answer: an unknown outcome, or a read that raised."""
+    return done.type == "info" or (
+        done.type == "fail" and isinstance(done.result, str)
+        and not done.result.startswith("unsupported: "))
+
+
+def _nemesis_conditions(pairs: list[tuple[Entry, Entry]],
+                        events: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+    """The network and crash conditions, from the nemesis's events.
+
+    A toxic is in force from its ``add_toxic`` until its ``remove_toxic`` or a ``heal``;
+    a partition until a ``heal``; a service is down from a ``kill`` until the next
+    ``restart``. An operation's completion index must fall in such a window (from the
+    action's ``begin`` to the ending action's ``end``), and its worker among those the
+    action hit.
+    """
+    toxics: list[tuple[frozenset[int], int, int]] = []
+    cuts: list[tuple[frozenset[int], int, int]] = []
+    crashes: list[tuple[frozenset[int], int, int]] = []
+    open_toxics: dict[str, tuple[frozenset[int], int]] = {}
+    open_cuts: list[tuple[frozenset[int], int]] = []
+    down: tuple[frozenset[int], int] | None = None
+    for event in events:
+        workers = frozenset(event.get("workers", ()))
+        begin, end = int(event["begin"]), int(event["end"])
+        action = event["do"]
+        if action == "add_toxic":
+            open_toxics[event["toxic"]["name"]] = (workers, begin)
+        elif action == "remove_toxic" and event.get("name") in open_toxics:
+            hit, start = open_toxics.pop(event["name"])
+            toxics.append((hit, start, end))
+        elif action == "partition":
+            open_cuts.append((workers, begin))
+        elif action == "heal":
+            toxics += [(hit, start, end) for hit, start in open_toxics.values()]
+            cuts += [(hit, start, end) for hit, start in open_cuts]
+            open_toxics, open_cuts = {}, []
+        elif action == "kill":
+            down = (workers, begin)
+        elif action == "restart" and down is not None:
+            crashes.append((down[0], down[1], end))
+            down = None
+
+    def during(windows: list[tuple[frozenset[int], int, int]]) -> int:
+        return sum(1 for inv, done in pairs if _no_answer(done) and any(
+            inv.worker in hit and start <= done.index <= stop for hit, start, stop in windows))
+
+    in_flight = sum(1 for inv, done in pairs if _no_answer(done) and any(
+        inv.worker in hit and inv.index < start <= done.index for hit, start, _ in crashes))
+    read_after: dict[tuple[str, str], int] = {}
+    for inv, done in pairs:
+        if inv.f == "read" and done.type == "ok":
+            key = (inv.op.namespace, inv.op.entity_id)
+            read_after[key] = max(read_after.get(key, -1), inv.index)
+    survived = sum(1 for inv, done in pairs if inv.f == "write" and done.type == "ok" and any(
+        inv.worker in hit and done.index < start
+        and read_after.get((inv.op.namespace, inv.op.entity_id), -1) >= back
+        for hit, start, back in crashes))
+    return {"network_fault_during_ops": during(toxics), "partition_cut_ops": during(cuts),
+            "crash_lost_in_flight": in_flight, "writes_acked_before_crash": survived}
 
 
 def _seq(entry: Entry) -> int:

@@ -22,6 +22,11 @@ group (HTTP POST) rather than replacing it, so ``memcert_last_success_timestamp_
 from the last good night survives a failed one; every metric pushed replaces its
 predecessor of the same name whole.
 
+``memcert load`` adds :class:`LoadMetrics`: its requests, timed by the Locust users to
+the microsecond (Locust's own statistics round to milliseconds). Each Locust worker
+counts into a :class:`RequestTally` and sends the master its deltas, so one endpoint, the
+master's, holds every worker's requests (docs/metrics.md, "Load runs").
+
 Importing this module imports ``prometheus_client``; nothing below ``chaos`` does.
 """
 
@@ -32,10 +37,10 @@ import re
 import threading
 import time
 from bisect import bisect_left
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import metadata
-from typing import Literal
+from typing import Any, Literal
 
 from prometheus_client import CollectorRegistry, pushadd_to_gateway, start_http_server
 from prometheus_client.core import (
@@ -56,8 +61,10 @@ __all__ = [
     "METRICS",
     "VIOLATION_METRICS",
     "Exporter",
+    "LoadMetrics",
     "MetricDef",
     "MetricsOptions",
+    "RequestTally",
     "RunMetrics",
     "metric_name",
     "push",
@@ -165,6 +172,21 @@ RUN_DURATION = MetricDef(
     metric_name("run_duration", "seconds"), "gauge", ("backend", "suite"),
     "How long the last run took, checking included.")
 
+LOAD_REQUESTS = MetricDef(
+    metric_name("load_requests"), "counter", ("backend", "request", "outcome"),
+    "Requests memcert load sent, by operation and outcome: ok (answered as the protocol "
+    "says), failure (an error status, a timeout or a dropped connection).")
+LOAD_DURATION = MetricDef(
+    metric_name("load_request_duration", "seconds"), "histogram", ("backend", "request"),
+    "Time from sending a load request to the end of its answer, timed by the Locust user "
+    "(Locust's own statistics round to whole milliseconds).")
+LOAD_USERS = MetricDef(
+    metric_name("load_users"), "gauge", ("backend",),
+    "Locust users running, over every worker process.")
+LOAD_WORKERS = MetricDef(
+    metric_name("load_workers"), "gauge", ("backend",),
+    "Locust worker processes whose histories are being merged.")
+
 VIOLATION_METRICS: Mapping[str, MetricDef] = {
     "uniqueness": CONFLICTS,
     "causal_monotonicity": REORDERS,
@@ -179,6 +201,7 @@ VIOLATION_METRICS: Mapping[str, MetricDef] = {
 METRICS: tuple[MetricDef, ...] = (
     OPERATIONS, READS, DURATION, *VIOLATION_METRICS.values(), RUN_INFO,
     LAST_RUN, LAST_SUCCESS, LAST_RESULT, RUN_DURATION,
+    LOAD_REQUESTS, LOAD_DURATION, LOAD_USERS, LOAD_WORKERS,
 )
 
 BUCKETS_S: tuple[float, ...] = (
@@ -336,6 +359,102 @@ class RunMetrics(Collector):
             yield _gauge(RUN_DURATION, labels, duration_s)
             if success:
                 yield _gauge(LAST_SUCCESS, labels, ended_at)
+
+
+class RequestTally:
+    """Load requests counted and timed where they are sent, to be added up elsewhere.
+
+    A Locust worker adds each request as it completes and hands :meth:`take`'s delta to
+    the master with its history, so the master's :class:`LoadMetrics` holds every
+    worker's requests in one place. Deltas are plain lists and numbers, which cross
+    Locust's messages and JSON alike.
+    """
+
+    def __init__(self) -> None:
+        self._counts: dict[tuple[str, str], int] = {}
+        self._durations: dict[str, _Histogram] = {}
+
+    def add(self, request: str, ok: bool, seconds: float) -> None:
+        key = (request, "ok" if ok else "failure")
+        self._counts[key] = self._counts.get(key, 0) + 1
+        histogram = self._durations.get(request)
+        if histogram is None:
+            histogram = self._durations[request] = _Histogram()
+        elapsed = round(seconds * 1e9)
+        histogram.counts[bisect_left(_BOUNDS_NS, elapsed)] += 1
+        histogram.sum_ns += elapsed
+
+    def snapshot(self) -> dict[str, list[list[Any]]]:
+        return {
+            "counts": [[request, result, n] for (request, result), n in
+                       sorted(self._counts.items())],
+            "durations": [[request, list(h.counts), h.sum_ns] for request, h in
+                          sorted(self._durations.items())],
+        }
+
+    def take(self) -> dict[str, list[list[Any]]]:
+        """Everything added since the last call, then forget it."""
+        delta = self.snapshot()
+        self._counts.clear()
+        self._durations.clear()
+        return delta
+
+    def merge(self, delta: Mapping[str, Sequence[Sequence[Any]]]) -> None:
+        for request, result, n in delta["counts"]:
+            key = (str(request), str(result))
+            self._counts[key] = self._counts.get(key, 0) + int(n)
+        for request, counts, sum_ns in delta["durations"]:
+            histogram = self._durations.get(request)
+            if histogram is None:
+                histogram = self._durations[str(request)] = _Histogram()
+            histogram.counts = [a + int(b) for a, b in zip(histogram.counts, counts,
+                                                           strict=True)]
+            histogram.sum_ns += int(sum_ns)
+
+
+class LoadMetrics(Collector):
+    """What ``memcert load`` exports besides a run's own metrics: its requests, every
+    one timed to the microsecond, and Locust's users and workers.
+
+    ``users`` and ``workers`` are read at scrape time; leave them out once the run is
+    over (a push of the final figures).
+    """
+
+    def __init__(self, *, backend: str, users: Callable[[], int] | None = None,
+                 workers: Callable[[], int] | None = None) -> None:
+        self._backend = backend
+        self._users = users
+        self._workers = workers
+        self._lock = threading.Lock()
+        self._tally = RequestTally()
+
+    def merge(self, delta: Mapping[str, Sequence[Sequence[Any]]]) -> None:
+        with self._lock:
+            self._tally.merge(delta)
+
+    def snapshot(self) -> dict[str, list[list[Any]]]:
+        with self._lock:
+            return self._tally.snapshot()
+
+    def collect(self) -> Iterator[Metric]:
+        snapshot = self.snapshot()
+        backend = self._backend
+        family = _counter(LOAD_REQUESTS)
+        for request, result, n in snapshot["counts"]:
+            family.add_metric([backend, request, result], n)
+        yield family
+        histogram = HistogramMetricFamily(LOAD_DURATION.name, LOAD_DURATION.help,
+                                          labels=LOAD_DURATION.labels)
+        for request, counts, sum_ns in snapshot["durations"]:
+            cumulative, running = [], 0
+            for bound, count in zip((*map(str, BUCKETS_S), "+Inf"), counts, strict=True):
+                running += count
+                cumulative.append((bound, running))
+            histogram.add_metric([backend, request], cumulative, sum_ns / 1e9)
+        yield histogram
+        for definition, read in ((LOAD_USERS, self._users), (LOAD_WORKERS, self._workers)):
+            if read is not None:
+                yield _gauge(definition, [backend], float(read()))
 
 
 def _counter(definition: MetricDef) -> CounterMetricFamily:

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from .network import Network
 
 __all__ = ["FaultSpec", "Plan", "Step", "StepKind"]
 
@@ -47,13 +50,19 @@ class FaultSpec:
 
 @dataclass(frozen=True, slots=True)
 class Plan:
-    """Everything a run will attempt, per worker, plus the conditions it must produce."""
+    """Everything a run will attempt, per worker, plus the conditions it must produce.
+
+    ``network``, when set, puts the workers in client groups behind fault proxies and
+    runs a nemesis timeline alongside them (:mod:`chaos.network`); such a plan needs a
+    backend reached over HTTP.
+    """
 
     scenario: str
     seed: int
     workers: tuple[tuple[Step, ...], ...]
     faults: tuple[FaultSpec, ...] = ()
     requires: tuple[str, ...] = ()
+    network: Network | None = None
 
     @property
     def size(self) -> int:

@@ -89,7 +89,13 @@ class InvariantVerdict:
 
 @dataclass(frozen=True)
 class ScenarioSummary:
-    """What one scenario of the run did."""
+    """What one scenario of the run did.
+
+    ``not_run`` says why a scenario did not run at all (a network scenario against a
+    backend that is not reached over HTTP); such a scenario requires nothing, so it
+    can neither make an invariant unknown nor pass one. ``nemesis`` holds what its
+    nemesis did (:class:`chaos.nemesis.Nemesis`), which coverage reads back.
+    """
 
     name: str
     steps_planned: int
@@ -98,6 +104,8 @@ class ScenarioSummary:
     budget_exhausted: bool
     faults_fired: Mapping[str, int] = field(default_factory=dict)
     requires: tuple[str, ...] = ()
+    not_run: str = ""
+    nemesis: tuple[Mapping[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -135,7 +143,8 @@ class Report:
             "scenarios": [
                 {"name": s.name, "steps_planned": s.steps_planned, "steps_done": s.steps_done,
                  "elapsed_s": round(s.elapsed_s, 3), "budget_exhausted": s.budget_exhausted,
-                 "faults_fired": dict(s.faults_fired), "requires": list(s.requires)}
+                 "faults_fired": dict(s.faults_fired), "requires": list(s.requires),
+                 "not_run": s.not_run or None, "nemesis": [dict(e) for e in s.nemesis]}
                 for s in self.scenarios
             ],
             "restore_supported": self.restore_supported,
@@ -172,7 +181,7 @@ def build_report(
 ) -> Report:
     """Combine checker results, coverage and the stateful phase's findings (the JSON
     form of :class:`invariants.stateful.StatefulOutcome`) into per-invariant verdicts."""
-    required = {cond for s in scenarios for cond in s.requires}
+    required = {cond for s in scenarios if not s.not_run for cond in s.requires}
     invariants = {
         name: _with_stateful(
             _verdict(name, [checks[c] for c in names if c in checks], coverage, required,
@@ -196,17 +205,21 @@ def _with_stateful(verdict: InvariantVerdict, checkers: tuple[str, ...],
     chaos = ("chaos",) if verdict.verdict == "fail" else ()
     if not stateful:
         return replace(verdict, found_by=chaos)
+    undecided = stateful.get("undecided", {})
+    notes = verdict.notes + tuple(f"the stateful phase left {c} undecided: {undecided[c]}"
+                                  for c in checkers if c in undecided)
     found = [f for f in stateful["failures"] if set(f["checkers"]) & set(checkers)]
     if not found:
-        return replace(verdict, found_by=chaos)
+        return replace(verdict, found_by=chaos, notes=notes)
     saved = stateful.get("saved", {})
     programs = tuple(dict.fromkeys(saved[c] for c in checkers if c in saved))
     explanations = tuple(
         f"The stateful phase shrank this to {f['steps']} step(s):\n{text}"
-        for f in found for text in f["explanations"])
+        for f in found for text in f["explanations"]
+        if text.split(":", 1)[0] in checkers)
     return replace(
         verdict, verdict="fail", found_by=(*chaos, "stateful"), programs=programs,
-        examples=verdict.examples + explanations)
+        examples=verdict.examples + explanations, notes=notes)
 
 
 def _verdict(name: str, results: list[CheckResult], coverage: Mapping[str, int],
@@ -308,6 +321,10 @@ def render_table(report: Report) -> str:
         out.append(f"the backend raised {name} {count} time(s), outcome unknown; first: "
                    f"{first[:160]}")
     if report.errors:
+        out.append("")
+    skipped = [s for s in report.scenarios if s.not_run]
+    out.extend(f"scenario {s.name} not run: {s.not_run}" for s in skipped)
+    if skipped:
         out.append("")
     out.append(f"verdict: {report.verdict.upper()}")
     if report.verdict != "certified":

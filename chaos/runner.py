@@ -22,7 +22,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from invariants.backend import (
     Ack,
@@ -53,6 +53,10 @@ class RunResult:
     budget_exhausted: bool = False
     faults_fired: dict[str, int] = field(default_factory=dict)
     restore_supported: bool = True
+    not_run: str = ""
+    """Why the plan did not run at all (its network needs an HTTP backend); "" if it ran."""
+    nemesis: list[dict[str, Any]] = field(default_factory=list)
+    """What the nemesis did, for a plan with a network (see :class:`chaos.nemesis.Nemesis`)."""
 
 
 @dataclass
@@ -95,11 +99,22 @@ def run_plan(
     (a spec, because a callable does not cross a process boundary). ``first_worker``
     offsets worker ids so that several plans can share one history. ``on_step`` is
     called after every step of a thread worker, to drive progress bars.
+
+    A plan with a ``network`` runs under :mod:`chaos.nemesis`, always with threads; if
+    the backend cannot take its faults, nothing runs and ``not_run`` says why.
     """
     shared = clock if clock is not None else LamportClock()
     deadline = time.monotonic() + budget_s
     started = time.monotonic()
-    if processes > 0:
+    if plan.network is not None:
+        from .nemesis import run_under_nemesis
+
+        result = run_under_nemesis(factory, plan, recorder, shared, budget_s=budget_s,
+                                   deadline=deadline, first_worker=first_worker,
+                                   on_step=on_step)
+        if result.not_run:
+            return result
+    elif processes > 0:
         from .processes import run_in_processes
 
         if factory_spec is None:
@@ -128,17 +143,20 @@ def run_workers(
     deadline: float,
     first_worker: int,
     on_step: Callable[[], None] | None = None,
+    factory_of: Callable[[int], BackendFactory] | None = None,
 ) -> RunResult:
     """Run the plan's workers numbered ``which`` as threads of this process, then heal.
 
     A worker's faults draw from a generator seeded by the plan's seed and the worker's
-    number, so a worker behaves the same whichever process runs it.
+    number, so a worker behaves the same whichever process runs it. ``factory_of``, if
+    given, names the factory of each worker's handle (by its number in the plan), so
+    that groups of workers can reach the backend by different routes.
     """
     result = RunResult(plan.scenario, plan.size)
     workers: list[_Worker] = []
     raw_handles: list[MemoryBackend] = []
     for k in which:
-        handle = factory()
+        handle = (factory if factory_of is None else factory_of(k))()
         raw_handles.append(handle)
         worker_rng = random.Random((plan.seed << 20) + k)
         workers.append(_Worker(

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn, cast
 
+from chaos.network import Network
 from chaos.plan import FaultSpec, Plan, Step
 from invariants.errors import InvalidArgument
 from invariants.history import Paraphrase
@@ -18,13 +19,14 @@ from ._coverage import COVERAGE, PARAPHRASE_CONDITIONS
 from ._errors import MISSING, ScenarioError, did_you_mean, shown
 from ._faults import fault_spec
 from ._files import find, names_in, read_table, reject_unknown, require_str
+from ._network import network
 from .generators import LEVELS, Context, Facts, Generator
 from .generators._facts import scenario_code
 
 __all__ = ["SCENARIO_DIR", "Scenario", "list_scenarios", "load_scenario"]
 
 SCENARIO_DIR = Path(__file__).parent
-_FIELDS = ("description", "generator", "params", "faults", "requires")
+_FIELDS = ("description", "generator", "params", "faults", "requires", "network")
 _KINDS = ("write", "delete", "restore", "read")
 
 
@@ -34,7 +36,9 @@ class Scenario:
 
     ``name`` is the file's stem. ``params`` holds every parameter of the generator,
     defaults filled in. ``requires`` lists the coverage conditions the plan is built to
-    produce (see ``scenarios.COVERAGE``).
+    produce (see ``scenarios.COVERAGE``). ``network``, from the ``[network]`` table,
+    puts the workers in client groups behind fault proxies under a nemesis timeline
+    (:mod:`chaos.network`).
     """
 
     name: str
@@ -45,6 +49,7 @@ class Scenario:
     requires: tuple[str, ...]
     path: Path = field(compare=False)
     implementation: Generator = field(compare=False, repr=False)
+    network: Network | None = None
 
     def plan(self, *, seed: int, workers: int, level: str, scale: float = 1.0) -> Plan:
         """The plan for these arguments; the same arguments always give an equal plan.
@@ -71,7 +76,8 @@ class Scenario:
             if PARAPHRASE_CONDITIONS.get(name, "none") in allowed
         )
         return Plan(
-            scenario=self.name, seed=seed, workers=steps, faults=self.faults, requires=requires
+            scenario=self.name, seed=seed, workers=steps, faults=self.faults, requires=requires,
+            network=self.network,
         )
 
     def _check_steps(self, workers: Sequence[Sequence[Step]], ctx: Context) -> None:
@@ -157,6 +163,7 @@ def load_scenario(name_or_path: str | os.PathLike[str]) -> Scenario:
         requires=_requires(path, table.get("requires", [])),
         path=path,
         implementation=implementation,
+        network=network(path, table["network"]) if "network" in table else None,
     )
 
 

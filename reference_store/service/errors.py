@@ -10,11 +10,12 @@ client can rebuild the store's own exception.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from invariants.errors import InvalidInput, ValueTooLarge
 
-__all__ = ["Refusal", "field_error", "invalid_input", "refusal_body"]
+__all__ = ["Refusal", "field_error", "invalid_input", "refusal_body", "shown_name"]
 
 
 class Refusal(Exception):
@@ -42,8 +43,20 @@ def invalid_input(error: InvalidInput) -> Refusal:
 
 def field_error(field: str, problem: str, fix: str) -> Refusal:
     """A 422 for a field the store never saw: missing, unknown, or of the wrong JSON type."""
-    return Refusal(422, "invalid_input", f"{field} {problem}. {fix}", field=field,
+    shown = shown_name(field)
+    return Refusal(422, "invalid_input", f"{shown} {problem}. {fix}", field=shown,
                    problem=problem, fix=fix)
+
+
+def shown_name(name: str) -> str:
+    """A field name as an answer can carry it back to the client who sent it.
+
+    A client's unknown name can be anything JSON allows: empty, spaced, or a lone
+    surrogate that UTF-8 cannot encode. Such a name is shown as its JSON string literal
+    in ASCII (``""``, ``"\\ud800"``), so a message stays readable and the answer can
+    always be encoded; an identifier is shown as it is.
+    """
+    return name if name.isidentifier() else json.dumps(name)
 
 
 def refusal_body(refusal: Refusal) -> dict[str, Any]:

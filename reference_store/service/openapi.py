@@ -121,8 +121,9 @@ def openapi_document() -> dict[str, Any]:
     paths["/v1/import"] = {"post": {
         "operationId": "import", "summary": "Import an export (store API).",
         "description": "Lines that fail a check are reported and skipped; 422 when no line "
-                       "could be imported.",
-        "requestBody": {"required": True, "content": {"application/x-ndjson": {"schema": {
+                       "could be imported. An empty body is the export of an empty store: "
+                       "it imports nothing.",
+        "requestBody": {"required": False, "content": {"application/x-ndjson": {"schema": {
             "type": "string"}}}},
         "responses": {"200": _ref_response("What was imported and what was not.",
                                            "ImportReport"), **_error_responses()},

@@ -23,7 +23,7 @@ from invariants.errors import InvalidArgument, InvalidInput
 from ..store import ReferenceStore
 from ..validation import check_namespace
 from . import wire
-from .errors import Refusal, field_error, invalid_input, refusal_body
+from .errors import Refusal, field_error, invalid_input, refusal_body, shown_name
 from .metrics import ServiceMetrics
 from .options import ServiceOptions
 from .pool import HandlePool
@@ -88,7 +88,8 @@ class Routes:
 
     async def read(self, request: Request) -> Response:
         namespace, entity_id = wire.parse_read(await self._body(request, "read"))
-        records = await self.pool.run(lambda store: store.read(namespace, entity_id))
+        records = await self.pool.run(lambda store: store.read(namespace, entity_id),
+                                      quick=True)
         return JSONResponse({"records": [wire.record_body(r) for r in records]})
 
     async def reset(self, request: Request) -> Response:
@@ -155,8 +156,11 @@ class Routes:
         body = wire.import_body(report)
         if report.rejected and report.imported == 0:
             first = report.rejected[0]
-            raise Refusal(422, "invalid_input", f"line {first.line}: {first.message}",
-                          field=first.field or "body", extra=body)
+            problem = f"line {first.line}: {first.message}"
+            field = "body" if first.field is None else shown_name(first.field)
+            raise Refusal(422, "invalid_input", problem, field=field,
+                          problem=problem, fix="Correct or leave out the lines listed in "
+                          "rejected, then import again; no line was imported.", extra=body)
         return JSONResponse(body)
 
     # -- operations -----------------------------------------------------------------------

@@ -42,8 +42,12 @@ def serve(options: ServiceOptions, *, announce: Callable[[str, str], None]) -> N
     db = options.db_url or default_db_url()
     url = normalize_url(db)
     registry = CollectorRegistry()
+    memory = is_memory_url(url)
+    # One in-memory database lives in one connection: its single handle never moves to
+    # the event loop, which would need a second one.
     pool = HandlePool(lambda: ReferenceStore(url, metrics=metrics.store),
-                      1 if is_memory_url(url) else options.handles)
+                      1 if memory else options.handles,
+                      in_process=url.get_backend_name() == "sqlite" and not memory)
     metrics = ServiceMetrics(registry, handles=lambda: pool.opened)
     try:
         pool.warm()

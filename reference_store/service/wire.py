@@ -21,10 +21,11 @@ from ..retrieval import Hit
 from ..store import WriteOptions
 from ..transfer import ImportReport
 from ..validation import check_namespace, check_text
-from .errors import Refusal, field_error
+from .errors import Refusal, field_error, shown_name
 
 __all__ = [
     "MAX_LIMIT",
+    "NULLABLE",
     "ROUTE_FIELDS",
     "Listing",
     "ack_body",
@@ -58,13 +59,19 @@ ROUTE_FIELDS: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 }
 """Per route: the required fields, then the optional ones."""
 
+NULLABLE = frozenset({"source", "reason", "half_life_seconds"})
+"""The optional fields whose null means "the default"; the OpenAPI document marks them
+nullable. Any other optional field sent as null is refused rather than read as absent,
+so a client's unset variable can never widen a forget to the whole entity."""
+
 
 def decode(raw: bytes, route: str) -> dict[str, Any]:
     """A request body as a JSON object with exactly the route's fields, or a refusal."""
     if not raw.strip():
-        if not ROUTE_FIELDS[route][0]:
-            return {}
-        raise Refusal(400, "invalid_json", f"the body is empty; a {route} request is a JSON "
+        if not raw and not ROUTE_FIELDS[route][0]:
+            return {}  # no body at all; whitespace is not JSON, and must not reset a store
+        what = "only whitespace" if raw else "empty"
+        raise Refusal(400, "invalid_json", f"the body is {what}; a {route} request is a JSON "
                       "object", field="body")
     try:
         document = json.loads(raw, parse_constant=_no_constant)
@@ -84,6 +91,10 @@ def decode(raw: bytes, route: str) -> dict[str, Any]:
         if name not in document:
             raise field_error(name, "is missing",
                               f"A {route} request needs {', '.join(required)}.")
+    for name in optional:
+        if name in document and document[name] is None and name not in NULLABLE:
+            raise field_error(name, "is null", f"Leave {name} out, or give it a value; only "
+                              f"{', '.join(sorted(NULLABLE))} may be null.")
     return document
 
 
@@ -164,7 +175,8 @@ def hit_body(hit: Hit) -> dict[str, Any]:
 
 def import_body(report: ImportReport) -> dict[str, Any]:
     return {"imported": report.imported,
-            "rejected": [{"line": r.line, "field": r.field, "message": r.message}
+            "rejected": [{"line": r.line, "field": None if r.field is None else
+                          shown_name(r.field), "message": r.message}
                          for r in report.rejected]}
 
 

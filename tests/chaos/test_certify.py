@@ -154,7 +154,8 @@ def test_a_violation_only_the_stateful_phase_found_fails_the_invariant():
                                 "reads") for names in INVARIANTS.values() for name in names}
     stateful = {"failures": [{"checkers": ["uniqueness"], "steps": 3,
                               "explanations": ["uniqueness: Let A = op 0 ..."]}],
-                "saved": {"uniqueness": "out/stateful/uniqueness.py"}}
+                "saved": {"uniqueness": "out/stateful/uniqueness.py"},
+                "undecided": {"isolation": "no program ran within the budget"}}
     report = build_report(backend="b", seed=1, level="lexical", checks=checks, coverage={},
                           scenarios=[], restore_supported=True, history_entries=0,
                           elapsed_s=0.0, command="memcert certify b", stateful=stateful)
@@ -165,7 +166,10 @@ def test_a_violation_only_the_stateful_phase_found_fails_the_invariant():
     assert uniqueness.examples == (
         "The stateful phase shrank this to 3 step(s):\nuniqueness: Let A = op 0 ...",)
     assert report.verdict == "failed"
-    assert report.invariants["isolation"].verdict == "pass"
+    isolation = report.invariants["isolation"]
+    assert isolation.verdict == "pass"
+    assert isolation.notes == (
+        "the stateful phase left isolation undecided: no program ran within the budget",)
 
 
 def test_the_stateful_share_must_leave_the_chaos_phase_some_budget(tmp_path):

@@ -11,7 +11,7 @@ from chaos.plan import Plan, Step
 from scenarios import load_scenario
 
 NAMES = ("concurrent_writes", "delete_then_write", "mixed", "out_of_order_causal",
-         "paraphrase_flood")
+         "paraphrase_flood", "network_faults", "partition", "crash_restart")
 LEVELS = ("surface", "lexical", "semantic")
 CJK = re.compile("[\u4e00-\u9fff]")
 

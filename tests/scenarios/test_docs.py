@@ -8,6 +8,7 @@ import types
 from pathlib import Path
 
 from chaos.faults import FAULTS
+from chaos.network import ACTIONS
 from scenarios import COVERAGE, list_scenarios, load_scenario
 
 DOC = (Path(__file__).parents[2] / "docs" / "scenarios.md").read_text(encoding="utf-8")
@@ -16,7 +17,9 @@ DOC = (Path(__file__).parents[2] / "docs" / "scenarios.md").read_text(encoding="
 def test_every_field_fault_condition_and_parameter_is_documented():
     names = [*COVERAGE, *FAULTS, *(p for cls in FAULTS.values() for p in cls.PARAMS),
              "description", "generator", "params", "faults", "requires", "budget_s",
-             "scenarios[].name", "scenarios[].share", "scenarios[].scale"]
+             "scenarios[].name", "scenarios[].share", "scenarios[].scale", "network",
+             *ACTIONS, "groups", "timeout_s", "backoff_s", "nemesis", "at", "down_s",
+             "toxic", "not_run"]
     for scenario in map(load_scenario, list_scenarios()):
         assert f"### `{scenario.name}`" in DOC
         names += list(scenario.params)

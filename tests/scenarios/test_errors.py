@@ -39,7 +39,7 @@ def test_unknown_field_suggests_the_close_one(tmp_path):
     assert str(load_error(path)) == (
         f"{path}: requirs=[] (type list) is not a field of a scenario. Did you mean "
         "'requires'? A scenario has the fields description, generator, params, faults, "
-        "requires."
+        "requires, network."
     )
 
 
@@ -75,8 +75,9 @@ def test_unknown_scenario_name_suggests_the_close_one():
         load_scenario("concurent_writes")
     assert str(info.value) == (
         "scenario='concurent_writes' (type str) is not a known scenario. Did you mean "
-        "'concurrent_writes'? Known scenarios: concurrent_writes, delete_then_write, mixed, "
-        "out_of_order_causal, paraphrase_flood; or give the path of a .toml file."
+        "'concurrent_writes'? Known scenarios: concurrent_writes, crash_restart, "
+        "delete_then_write, mixed, network_faults, out_of_order_causal, paraphrase_flood, "
+        "partition; or give the path of a .toml file."
     )
     assert info.value.path is None
 
@@ -260,8 +261,9 @@ def test_suite_errors(tmp_path):
     path, message = suite_error(tmp_path, '[[scenarios]]\nname = "mixd"\nshare = 1.0\n')
     assert message == (
         f"{path}: scenarios[0].name='mixd' (type str) is not a known scenario. Did you mean "
-        "'mixed'? Known scenarios: concurrent_writes, delete_then_write, mixed, "
-        "out_of_order_causal, paraphrase_flood; or give a .toml path relative to the suite."
+        "'mixed'? Known scenarios: concurrent_writes, crash_restart, delete_then_write, mixed, "
+        "network_faults, out_of_order_causal, paraphrase_flood, partition; or give a .toml "
+        "path relative to the suite."
     )
     path, message = suite_error(tmp_path, '[[scenarios]]\nname = "mixed"\nshare = 0.5\n')
     assert message == (
@@ -289,7 +291,7 @@ def test_suite_errors(tmp_path):
         load_suite("nightyl")
     assert str(info.value) == (
         "suite='nightyl' (type str) is not a known suite. Did you mean 'nightly'? Known "
-        "suites: certify, nightly; or give the path of a .toml file."
+        "suites: certify, network, nightly; or give the path of a .toml file."
     )
 
 

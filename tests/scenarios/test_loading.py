@@ -9,8 +9,10 @@ from chaos.plan import FaultSpec
 from scenarios import COVERAGE, list_scenarios, list_suites, load_scenario, load_suite
 from scenarios._scenario import SCENARIO_DIR
 
-NAMES = ["concurrent_writes", "delete_then_write", "mixed", "out_of_order_causal",
-         "paraphrase_flood"]
+NAMES = ["concurrent_writes", "crash_restart", "delete_then_write", "mixed", "network_faults",
+         "out_of_order_causal", "paraphrase_flood", "partition"]
+NETWORK = ["network_faults", "partition", "crash_restart"]
+IN_PROCESS = [name for name in NAMES if name not in NETWORK]
 
 
 def test_public_surface_is_small_and_fixed():
@@ -20,7 +22,7 @@ def test_public_surface_is_small_and_fixed():
     ]
 
 
-def test_the_five_scenarios_are_listed():
+def test_the_scenarios_are_listed():
     assert list_scenarios() == NAMES
 
 
@@ -84,7 +86,7 @@ def test_a_module_path_names_its_generator_attribute(tmp_path):
 
 
 def test_suites_are_listed_and_the_certify_suite_runs_all_five_in_60_s():
-    assert list_suites() == ["certify", "nightly"]
+    assert list_suites() == ["certify", "network", "nightly"]
     suite = load_suite("certify")
     assert suite.budget_s == 60
     # out_of_order_causal first: with one Lamport clock across the suite, only the first
@@ -100,11 +102,20 @@ def test_suites_are_listed_and_the_certify_suite_runs_all_five_in_60_s():
 def test_the_nightly_suite_is_bigger_in_budget_and_volume():
     nightly, certify = load_suite("nightly"), load_suite("certify")
     assert nightly.budget_s > certify.budget_s
-    assert {entry.scenario.name for entry in nightly.entries} == set(NAMES)
+    assert {entry.scenario.name for entry in nightly.entries} == set(IN_PROCESS)
     assert all(entry.scale >= 10 for entry in nightly.entries)
     small = {p.scenario: p.size for p in certify.plans(seed=1, workers=2, level="lexical")}
     large = {p.scenario: p.size for p in nightly.plans(seed=1, workers=2, level="lexical")}
-    assert all(large[name] > 4 * small[name] for name in NAMES)
+    assert all(large[name] > 4 * small[name] for name in IN_PROCESS)
+
+
+def test_the_network_suite_runs_the_three_scenarios_that_need_a_service():
+    suite = load_suite("network")
+    assert [entry.scenario.name for entry in suite.entries] == NETWORK
+    networks = [entry.scenario.network for entry in suite.entries]
+    assert [(n.uses_proxies, n.crashes) for n in networks if n is not None] == [
+        (True, False), (True, False), (False, True)]
+    assert all(load_scenario(name).network is None for name in IN_PROCESS)
 
 
 def test_a_suite_entry_may_name_a_scenario_file_next_to_it(tmp_path):
