@@ -46,6 +46,9 @@ __all__ = ["CertifyOptions", "Progress", "Recording", "Resolved", "certify", "pr
 LEVELS: tuple[Paraphrase, ...] = ("surface", "lexical", "semantic")
 CHECK_RESERVE = 0.15
 """Share of the budget kept for the final reads and for checking the saved history."""
+FLUSH_INTERVAL_S = 0.1
+"""``history.jsonl`` is written in groups at most this far apart; a crash of memcert
+itself loses at most that much of the history, a normal end or an error nothing."""
 STATEFUL_SHARE = 0.2
 """Default share of the budget for the stateful phase, after the chaos scenarios."""
 
@@ -207,10 +210,15 @@ class Recording:
 
             self.exporter = Exporter.start(metrics, backend=backend, suite=suite, level=level,
                                            seed=seed, violations=self.online.violation_counts)
-        watching = [self.online.observe, *observers]
+        # The exporter must see each entry as it happens, to count it under the
+        # scenario running; the online checkers may run a flush interval behind, on
+        # the writer thread, which keeps them off the workers' path.
+        watching = [*observers]
         if self.exporter is not None:
             watching.append(self.exporter.observe)
-        self.recorder = HistoryRecorder(out / "history.jsonl", keep=False, observers=watching)
+        self.recorder = HistoryRecorder(
+            out / "history.jsonl", keep=False, observers=watching,
+            deferred_observers=[self.online.observe], flush_interval_s=FLUSH_INTERVAL_S)
 
     @property
     def violation_count(self) -> int:

@@ -18,9 +18,11 @@ that each line of ``history.jsonl`` reads on its own.
 An *operation* is named by the index of its invocation: "op 12" is the operation invoked
 at index 12, whatever index its completion got.
 
-The history is written to ``history.jsonl`` as it grows, one JSON object per line, and
-flushed line by line, so that a crash loses at most the line being written. Checking a
-run means reading that file back (:func:`read_history`) and feeding it to the checkers.
+The history is written to ``history.jsonl`` as it grows, one JSON object per line,
+flushed line by line or, with :class:`HistoryRecorder`'s ``flush_interval_s``, in groups
+at least that often; either way a crash loses only the last lines, never one before a
+line that reached the file. Checking a run means reading that file back
+(:func:`read_history`) and feeding it to the checkers.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import json
 import os
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -39,7 +42,7 @@ from pathlib import Path
 from typing import IO, Any, Literal, TypeAlias, cast, get_args, overload
 
 from invariants.backend import Ack, Delete, Record, Restore, Write
-from invariants.errors import MemcertError
+from invariants.errors import InvalidArgument, MemcertError
 
 __all__ = [
     "Entry",
@@ -88,15 +91,20 @@ class HistoryError(MemcertError, ValueError):
         super().__init__(f"{where}{problem}. {fix}")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Read:
     """The payload of a read: which entity, in which namespace."""
 
     namespace: str
     entity_id: str
 
+    def __init__(self, namespace: str, entity_id: str) -> None:
+        # Through the slots' descriptors, as Entry does (see there).
+        _set_read_namespace(self, namespace)
+        _set_read_entity_id(self, entity_id)
 
-@dataclass(frozen=True, slots=True)
+
+@dataclass(frozen=True, slots=True, init=False)
 class WriteMeta:
     """The generator's ground truth about a write, which the backend never sees.
 
@@ -109,6 +117,12 @@ class WriteMeta:
     fact: str
     slot: str
     paraphrase: Paraphrase = "none"
+
+    def __init__(self, fact: str, slot: str, paraphrase: Paraphrase = "none") -> None:
+        # Through the slots' descriptors, as Entry does (see there).
+        _set_meta_fact(self, fact)
+        _set_meta_slot(self, slot)
+        _set_meta_paraphrase(self, paraphrase)
 
 
 Payload: TypeAlias = Write | Delete | Restore | Read
@@ -171,7 +185,7 @@ _ACK_FIELDS: tuple[tuple[str, type, bool], ...] = (
 )
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Entry:
     """One line of the history: an invocation or a completion."""
 
@@ -183,6 +197,29 @@ class Entry:
     op: Payload
     result: Result = None
     meta: WriteMeta | None = None
+
+    def __init__(
+        self,
+        index: int,
+        worker: int,
+        time_ns: int,
+        type: EntryType,
+        f: OpName,
+        op: Payload,
+        result: Result = None,
+        meta: WriteMeta | None = None,
+    ) -> None:
+        # What the generated __init__ of a frozen dataclass does, but through each
+        # slot's descriptor instead of object.__setattr__: half the cost, and a run or
+        # a read of its history makes millions of these.
+        _set_index(self, index)
+        _set_worker(self, worker)
+        _set_time_ns(self, time_ns)
+        _set_type(self, type)
+        _set_f(self, f)
+        _set_op(self, op)
+        _set_result(self, result)
+        _set_meta(self, meta)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object this entry is stored as; :meth:`from_dict` inverts it exactly."""
@@ -299,6 +336,21 @@ class Entry:
             result=result,
             meta=meta,
         )
+
+
+_set_read_namespace = Read.__dict__["namespace"].__set__
+_set_read_entity_id = Read.__dict__["entity_id"].__set__
+_set_meta_fact = WriteMeta.__dict__["fact"].__set__
+_set_meta_slot = WriteMeta.__dict__["slot"].__set__
+_set_meta_paraphrase = WriteMeta.__dict__["paraphrase"].__set__
+_set_index = Entry.__dict__["index"].__set__
+_set_worker = Entry.__dict__["worker"].__set__
+_set_time_ns = Entry.__dict__["time_ns"].__set__
+_set_type = Entry.__dict__["type"].__set__
+_set_f = Entry.__dict__["f"].__set__
+_set_op = Entry.__dict__["op"].__set__
+_set_result = Entry.__dict__["result"].__set__
+_set_meta = Entry.__dict__["meta"].__set__
 
 
 def _expect_object(value: object, what: str) -> dict[str, Any]:
@@ -473,6 +525,28 @@ class _Validator:
             self._add_completion(entry)
         self.last_time = entry.time_ns
 
+    def add_invocation(self, entry: Entry) -> None:
+        """:meth:`add` for an invocation :class:`HistoryRecorder` built itself: its index
+        is the next one, its ``f`` names its op and it has no result, by construction."""
+        if entry.time_ns < self.last_time or (entry.f == "write") == (entry.meta is None):
+            self.add(entry)  # the general path names the problem
+            return
+        self._add_invocation(entry)
+        self.last_time = entry.time_ns
+
+    def add_completion(self, entry: Entry, invocation: Entry) -> None:
+        """:meth:`add` for a completion :class:`HistoryRecorder` built from
+        ``invocation``, repeating its f, op and meta; anything but the completion of
+        the worker's outstanding invocation takes the general path."""
+        if entry.time_ns < self.last_time or self.outstanding.get(entry.worker) is not invocation:
+            self.add(entry)
+            return
+        del self.outstanding[entry.worker]
+        _check_result(entry, self._error)
+        self.partner[invocation.index] = entry.index
+        self.partner.append(invocation.index)
+        self.last_time = entry.time_ns
+
     def _add_invocation(self, entry: Entry) -> None:
         if entry.result is not None:
             raise self._error(
@@ -527,31 +601,34 @@ class _Validator:
 
 def _check_result(entry: Entry, error: Callable[[Entry, str, str], HistoryError]) -> None:
     res = entry.result
-    what = f"{'a' if entry.type == 'fail' else 'an'} {entry.type} {entry.f}"
-    if entry.type == "info" or (entry.type == "fail" and isinstance(res, str)):
-        if not isinstance(res, str):
-            raise error(
-                entry,
-                f"{what} has result {res!r}",
-                "Record the error text (type and message) as the result.",
-            )
+    etype = entry.type
+    if etype == "info" or (etype == "fail" and isinstance(res, str)):
+        if isinstance(res, str):
+            return
+        fix = "Record the error text (type and message) as the result."
     elif entry.f == "read":
-        if entry.type == "fail" or not (
-            isinstance(res, tuple) and all(isinstance(r, Record) for r in res)
+        if (
+            etype == "ok"
+            and isinstance(res, tuple)
+            and all(map(isinstance, res, itertools.repeat(Record)))
         ):
-            raise error(
-                entry,
-                f"{what} has result {res!r}",
-                "An ok read carries the tuple of Records it returned, in serving order; "
-                "a read that failed carries the error text.",
-            )
-    elif not isinstance(res, Ack) or res.applied != (entry.type == "ok"):
-        want = "Ack(applied=True)" if entry.type == "ok" else "Ack(applied=False) or error text"
-        raise error(
-            entry,
-            f"{what} has result {res!r}",
-            f"{what[0].upper()}{what[1:]} must carry {want}; an exception is an info.",
+            return
+        fix = (
+            "An ok read carries the tuple of Records it returned, in serving order; "
+            "a read that failed carries the error text."
         )
+    else:
+        if isinstance(res, Ack) and res.applied == (etype == "ok"):
+            return
+        want = "Ack(applied=True)" if etype == "ok" else "Ack(applied=False) or error text"
+        what = _what(entry)
+        fix = f"{what[0].upper()}{what[1:]} must carry {want}; an exception is an info."
+    raise error(entry, f"{_what(entry)} has result {res!r}", fix)
+
+
+def _what(entry: Entry) -> str:
+    """'an ok write', 'a fail read'..., as messages name an entry."""
+    return f"{'a' if entry.type == 'fail' else 'an'} {entry.type} {entry.f}"
 
 
 class History(Sequence[Entry]):
@@ -654,18 +731,34 @@ def _encode(entry: Entry) -> str:
         return json.dumps(entry.to_dict(), ensure_ascii=False, separators=(",", ":")) + "\n"
 
 
-def _encode_typed(entry: Entry) -> str:
-    """Raises TypeError on a field that is not of its declared type."""
+def _encode_typed(entry: Entry, payload: tuple[str, str] | None = None) -> str:
+    """Raises TypeError on a field that is not of its declared type.
+
+    ``payload`` is the entry's op and meta already encoded (:func:`_encode_payload`),
+    which a completion shares with its invocation. Ints are checked by exact type: a
+    bool is an int to Python, but json.dumps writes it as true/false.
+    """
+    op_text, meta_text = _encode_payload(entry) if payload is None else payload
+    index, worker, time_ns = entry.index, entry.worker, entry.time_ns
+    if type(index) is not int or type(worker) is not int or type(time_ns) is not int:
+        raise TypeError(entry)
     res = entry.result
-    if isinstance(res, Ack):
-        result = (
-            f'{{"applied":{_bool(res.applied)},"version":{_int_or_null(res.version)},'
-            f'"reason":{_str_or_null(res.reason)}}}'
-        )
+    if res is None:
+        result = "null"
+    elif isinstance(res, Ack):
+        result = _encode_ack(res)
     elif isinstance(res, tuple):
         result = "[" + ",".join([_encode_record(r) for r in res]) + "]"
     else:
-        result = _str_or_null(res)
+        result = _str(res)
+    return (
+        f'{{"index":{index},"worker":{worker},"time_ns":{time_ns},"type":{_str(entry.type)},'
+        f'"f":{_str(entry.f)},"op":{op_text},"result":{result},"meta":{meta_text}}}\n'
+    )
+
+
+def _encode_payload(entry: Entry) -> tuple[str, str]:
+    """The entry's op and meta as JSON; raises TypeError like :func:`_encode_typed`."""
     meta = entry.meta
     if meta is None:
         meta_text = "null"
@@ -674,34 +767,55 @@ def _encode_typed(entry: Entry) -> str:
             f'{{"fact":{_str(meta.fact)},"slot":{_str(meta.slot)},'
             f'"paraphrase":{_str(meta.paraphrase)}}}'
         )
+    return _OP_ENCODERS[entry.f](entry.op), meta_text
+
+
+def _encode_ack(res: Ack) -> str:
+    applied, version, reason = res.applied, res.version, res.reason
+    if applied is True:
+        applied_text = "true"
+    elif applied is False:
+        applied_text = "false"
+    else:
+        raise TypeError(applied)
+    if version is not None and type(version) is not int:
+        raise TypeError(version)
     return (
-        f'{{"index":{_int(entry.index)},"worker":{_int(entry.worker)},'
-        f'"time_ns":{_int(entry.time_ns)},"type":{_str(entry.type)},"f":{_str(entry.f)},'
-        f'"op":{_OP_ENCODERS[entry.f](entry.op)},"result":{result},"meta":{meta_text}}}\n'
+        f'{{"applied":{applied_text},"version":{"null" if version is None else version},'
+        f'"reason":{"null" if reason is None else _str(reason)}}}'
     )
 
 
 def _encode_write(op: Any) -> str:
+    seq, source = op.causal_seq, op.source
+    if type(seq) is not int:
+        raise TypeError(seq)
     return (
         f'{{"namespace":{_str(op.namespace)},"entity_id":{_str(op.entity_id)},'
         f'"attribute":{_str(op.attribute)},"value":{_str(op.value)},'
-        f'"causal_seq":{_int(op.causal_seq)},"op_id":{_str(op.op_id)},'
-        f'"source":{_str_or_null(op.source)}}}'
+        f'"causal_seq":{seq},"op_id":{_str(op.op_id)},'
+        f'"source":{"null" if source is None else _str(source)}}}'
     )
 
 
 def _encode_delete(op: Any) -> str:
+    seq, reason = op.causal_seq, op.reason
+    if type(seq) is not int:
+        raise TypeError(seq)
     return (
         f'{{"namespace":{_str(op.namespace)},"entity_id":{_str(op.entity_id)},'
-        f'"causal_seq":{_int(op.causal_seq)},"op_id":{_str(op.op_id)},'
-        f'"reason":{_str_or_null(op.reason)}}}'
+        f'"causal_seq":{seq},"op_id":{_str(op.op_id)},'
+        f'"reason":{"null" if reason is None else _str(reason)}}}'
     )
 
 
 def _encode_restore(op: Any) -> str:
+    seq = op.causal_seq
+    if type(seq) is not int:
+        raise TypeError(seq)
     return (
         f'{{"namespace":{_str(op.namespace)},"entity_id":{_str(op.entity_id)},'
-        f'"causal_seq":{_int(op.causal_seq)},"op_id":{_str(op.op_id)}}}'
+        f'"causal_seq":{seq},"op_id":{_str(op.op_id)}}}'
     )
 
 
@@ -710,10 +824,12 @@ def _encode_read(op: Any) -> str:
 
 
 def _encode_record(r: Record) -> str:
+    seq, version = r.causal_seq, r.version
+    if type(seq) is not int or type(version) is not int:
+        raise TypeError(r)
     return (
         f'{{"entity_id":{_str(r.entity_id)},"attribute":{_str(r.attribute)},'
-        f'"value":{_str(r.value)},"causal_seq":{_int(r.causal_seq)},'
-        f'"version":{_int(r.version)}}}'
+        f'"value":{_str(r.value)},"causal_seq":{seq},"version":{version}}}'
     )
 
 
@@ -725,29 +841,6 @@ _OP_ENCODERS: dict[str, Callable[[Any], str]] = {
 }
 _str = encode_basestring
 """A str as JSON, exactly as json.dumps(ensure_ascii=False) writes it; TypeError else."""
-
-
-def _int(value: object) -> str:
-    # A bool is an int to Python, but json.dumps writes it as true/false.
-    if type(value) is not int:
-        raise TypeError(value)
-    return str(value)
-
-
-def _bool(value: object) -> str:
-    if value is True:
-        return "true"
-    if value is False:
-        return "false"
-    raise TypeError(value)
-
-
-def _int_or_null(value: object) -> str:
-    return "null" if value is None else _int(value)
-
-
-def _str_or_null(value: object) -> str:
-    return "null" if value is None else _str(value)  # type: ignore[arg-type]
 
 
 def read_history(path: str | os.PathLike[str], *, allow_incomplete: bool = False) -> History:
@@ -853,11 +946,29 @@ class HistoryRecorder:
 
     Workers call :meth:`invoke` before an operation and one of :meth:`ok`,
     :meth:`fail` or :meth:`info` after it. Under one lock the recorder assigns the
-    index and the time, validates the entry against the history so far, appends it to
-    the file (flushed per line, so a crash loses at most that line), keeps it in memory
-    if ``keep`` is set, and passes it to each of ``observers`` in index order, which is
-    how online checkers see the run as it happens. Observers run under the lock: they
-    must be quick and must not call back into the recorder.
+    index and the time, validates the entry against the history so far, writes or
+    queues its line, keeps it in memory if ``keep`` is set, and passes it to each of
+    ``observers`` in index order. Observers run under the lock: they must be quick and
+    must not call back into the recorder.
+
+    ``flush_interval_s`` bounds how long an entry may wait before its line reaches the
+    file. At 0 (the default) every line is written and flushed before the call returns,
+    so that a crash loses at most the line being written. Above 0, a thread of the
+    recorder takes the queued entries, encodes their lines, writes and flushes them at
+    least that often (sooner after 4,096 entries): a reader tailing the file sees each
+    line within about ``flush_interval_s``, and a crash of the whole process can lose
+    the lines of that last interval, but never a line before one that reached the file.
+    Encoding and writing a line per entry was most of what recording cost a worker.
+
+    ``deferred_observers`` (which need ``flush_interval_s``) see every entry in index
+    order too, but on that thread, once its line is written: at most about
+    ``flush_interval_s`` behind the run, and a batch at a time, which costs much less
+    than an entry at a time between a backend's calls. Online checkers fit; anything
+    that must see an entry before the next call returns does not.
+
+    :meth:`close` (and the ``with`` block's exit, on an exception too) writes and shows
+    the deferred observers every entry still queued, and then raises whatever a
+    deferred observer raised; a broken observer never stops the lines being written.
     """
 
     def __init__(
@@ -867,7 +978,25 @@ class HistoryRecorder:
         keep: bool = True,
         clock: Callable[[], int] = time.monotonic_ns,
         observers: Sequence[Callable[[Entry], None]] = (),
+        flush_interval_s: float = 0.0,
+        deferred_observers: Sequence[Callable[[Entry], None]] = (),
     ) -> None:
+        if (
+            not isinstance(flush_interval_s, int | float)
+            or isinstance(flush_interval_s, bool)
+            or not 0 <= flush_interval_s <= _MAX_FLUSH_INTERVAL_S
+        ):
+            raise InvalidArgument(
+                f"flush_interval_s={flush_interval_s!r} (type {type(flush_interval_s).__name__})"
+                f" is not a number of seconds from 0 to {_MAX_FLUSH_INTERVAL_S:g}; pass 0 to "
+                "flush every line"
+            )
+        deferred = tuple(deferred_observers)
+        if deferred and not flush_interval_s:
+            raise InvalidArgument(
+                "deferred_observers need flush_interval_s > 0, which bounds how far behind the "
+                "run they are; pass both, or pass them as observers"
+            )
         self._lock = threading.Lock()
         self._clock = clock
         self._keep = keep
@@ -875,9 +1004,19 @@ class HistoryRecorder:
         self._validator = _Validator()
         self._observers = tuple(observers)
         self._out: IO[str] | None = None
+        self._writer: _Writer | None = None
+        self._queue: list[Entry] | None = None
+        self._payloads: dict[int, tuple[Entry, tuple[str, str] | None]] = {}
         self.path = None if path is None else Path(path)
+        out = None
         if self.path is not None:
-            self._out = open(self.path, "w", encoding="utf-8")  # noqa: SIM115 - closed in close()
+            out = open(self.path, "w", encoding="utf-8")  # noqa: SIM115 - closed in close()
+        if flush_interval_s and (out is not None or deferred):
+            self._writer = _Writer(out, deferred, self._lock, flush_interval_s)
+            self._queue = self._writer.queue
+            self._finalizer = weakref.finalize(self, self._writer.close)
+        else:
+            self._out = out
 
     def __enter__(self) -> HistoryRecorder:
         return self
@@ -886,11 +1025,16 @@ class HistoryRecorder:
         self.close()
 
     def close(self) -> None:
-        """Close the file; entries kept in memory stay available."""
+        """Write out every line still queued and close the file; entries kept in memory
+        stay available."""
         with self._lock:
-            if self._out is not None:
-                self._out.close()
-                self._out = None
+            out, self._out = self._out, None
+            writer, self._writer, self._queue = self._writer, None, None
+        if out is not None:
+            out.close()
+        if writer is not None:
+            self._finalizer.detach()
+            writer.close()
 
     @property
     def outstanding(self) -> int:
@@ -908,7 +1052,13 @@ class HistoryRecorder:
                 f"op is a {type(op).__name__}",
                 "Pass a Write, Delete, Restore or Read.",
             )
-        return self._append(worker, "invoke", f, op, None, meta)
+        with self._lock:
+            validator = self._validator
+            index = len(validator.partner)
+            entry = Entry(index, worker, self._clock(), "invoke", f, op, None, meta)
+            validator.add_invocation(entry)
+            self._publish(entry, worker, None)
+            return entry
 
     def ok(self, invocation: Entry, result: Ack | Sequence[Record]) -> Entry:
         """Record that the operation took effect: its Ack, or a read's records."""
@@ -942,36 +1092,159 @@ class HistoryRecorder:
                 f"entry {invocation.index} is a completion, not an invocation",
                 "Complete the entry that invoke() returned.",
             )
-        return self._append(
-            invocation.worker, etype, invocation.f, invocation.op, result, invocation.meta
-        )
-
-    def _append(
-        self,
-        worker: int,
-        etype: EntryType,
-        f: OpName,
-        op: Payload,
-        result: Result,
-        meta: WriteMeta | None,
-    ) -> Entry:
+        worker = invocation.worker
         with self._lock:
+            validator = self._validator
             entry = Entry(
-                index=len(self._validator.partner),
-                worker=worker,
-                time_ns=self._clock(),
-                type=etype,
-                f=f,
-                op=op,
-                result=result,
-                meta=meta,
+                len(validator.partner),
+                worker,
+                self._clock(),
+                etype,
+                invocation.f,
+                invocation.op,
+                result,
+                invocation.meta,
             )
-            self._validator.add(entry)
-            if self._out is not None:
-                self._out.write(_encode(entry))
-                self._out.flush()
-            if self._keep:
-                self._entries.append(entry)
-            for observe in self._observers:
-                observe(entry)
+            validator.add_completion(entry, invocation)
+            self._publish(entry, worker, invocation)
             return entry
+
+    def _publish(self, entry: Entry, worker: int, invocation: Entry | None) -> None:
+        """Queue or write the entry's line, keep it, and show it to the observers; the
+        lock is held. ``invocation`` is a completion's, whose encoded op and meta the
+        completion's line reuses."""
+        queue = self._queue
+        if queue is not None:
+            queue.append(entry)
+            if len(queue) == _WRITER_BATCH:
+                cast(_Writer, self._writer).wake()
+        elif self._out is not None:
+            if invocation is None:
+                try:
+                    payload: tuple[str, str] | None = _encode_payload(entry)
+                except TypeError:
+                    payload = None
+                self._payloads[worker] = (entry, payload)
+            else:
+                cached = self._payloads.pop(worker, None)
+                payload = cached[1] if cached is not None and cached[0] is invocation else None
+            self._out.write(_line(entry, payload))
+            self._out.flush()
+        if self._keep:
+            self._entries.append(entry)
+        for observe in self._observers:
+            observe(entry)
+
+
+def _line(entry: Entry, payload: tuple[str, str] | None) -> str:
+    try:
+        return _encode_typed(entry, payload)
+    except TypeError:
+        return _encode(entry)
+
+
+_MAX_FLUSH_INTERVAL_S = 60.0
+_WRITER_BATCH = 4096
+"""Entries after which a :class:`_Writer` writes without waiting for its interval."""
+
+
+class _Writer:
+    """The thread of a :class:`HistoryRecorder` with ``flush_interval_s``, which encodes
+    the entries' lines, writes them out together, and then shows them to the deferred
+    observers.
+
+    The recorder appends to :attr:`queue` under its lock, so entries queue in index
+    order; the thread takes everything queued under that lock, and encodes and writes
+    it outside. It is the only writer until :meth:`close` has stopped it, so lines reach
+    the file whole and in order. It holds no reference to the recorder, so a recorder
+    never closed can still be collected; a finalizer then closes this.
+    """
+
+    def __init__(
+        self,
+        out: IO[str] | None,
+        observers: tuple[Callable[[Entry], None], ...],
+        lock: threading.Lock,
+        interval_s: float,
+    ) -> None:
+        self._out = out
+        self._observers = observers
+        self._lock = lock
+        self._interval_s = interval_s
+        self.queue: list[Entry] = []
+        """Entries waiting, in index order; appended to under the recorder's lock."""
+        self._payloads: dict[int, tuple[Entry, tuple[str, str] | None]] = {}
+        self._wake = threading.Event()
+        self._stopping = False
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(
+            target=self._run, name="memcert-history-writer", daemon=True
+        )
+        self._thread.start()
+
+    def wake(self) -> None:
+        """Write what is queued now rather than at the end of the interval."""
+        self._wake.set()
+
+    def close(self) -> None:
+        """Stop the thread, write and observe whatever is still queued, close the file,
+        then raise what the thread could not do (writing, or an observer), if anything."""
+        self._stopping = True
+        self._wake.set()
+        if self._thread is not threading.current_thread():
+            self._thread.join()
+        try:
+            self._drain()
+        finally:
+            if self._out is not None:
+                self._out.close()
+        if self._error is not None:
+            raise self._error
+
+    def _run(self) -> None:
+        try:
+            while not self._stopping:
+                self._wake.wait(self._interval_s)
+                self._wake.clear()
+                self._drain()
+        except BaseException as error:  # writing failed (a full disk, say): close() raises
+            self._error = error
+
+    def _drain(self) -> None:
+        with self._lock:
+            entries = self.queue[:]
+            self.queue.clear()
+        if not entries:
+            return
+        out = self._out
+        if out is not None:
+            payloads = self._payloads
+            out.write("".join([self._line(entry, payloads) for entry in entries]))
+            out.flush()
+        try:
+            # Each observer takes the whole batch in turn: its code stays hot throughout.
+            for observe in self._observers:
+                for entry in entries:
+                    observe(entry)
+        except BaseException as error:  # the lines go on being written; close() raises it
+            self._observers = ()
+            if self._error is None:
+                self._error = error
+
+    @staticmethod
+    def _line(entry: Entry, payloads: dict[int, tuple[Entry, tuple[str, str] | None]]) -> str:
+        """The entry's line; a completion reuses its invocation's encoded op and meta."""
+        if entry.type == "invoke":
+            try:
+                payload: tuple[str, str] | None = _encode_payload(entry)
+            except TypeError:
+                payload = None
+            payloads[entry.worker] = (entry, payload)
+        else:
+            cached = payloads.pop(entry.worker, None)
+            payload = (
+                cached[1]
+                if cached is not None and cached[0].op is entry.op and cached[0].meta is entry.meta
+                else None
+            )
+        return _line(entry, payload)

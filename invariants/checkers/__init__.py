@@ -29,7 +29,7 @@ from invariants.history import Entry, History, HistoryError, Paraphrase, _collec
 from invariants.verdict import CheckResult, Validity
 
 from ._base import Checker
-from ._trace import Trace
+from ._trace import ReadView, Trace
 from .causal_monotonicity import CausalMonotonicity
 from .deletion_monotonicity import DeletionMonotonicity
 from .durability import Durability
@@ -113,41 +113,50 @@ class CheckerSuite:
 
     def observe(self, entry: Entry) -> None:
         """Feed the next entry to every checker still running."""
-        self._feed((entry,))
+        if not self._live:
+            return
+        try:
+            view = self._trace.observe(entry)
+        except HistoryError:
+            raise
+        except Exception as exc:
+            self._trace_crashed(entry.index, exc)
+            return
+        if view is not None:
+            self._judge(view)
 
     def observe_all(self, entries: Iterable[Entry]) -> None:
         """Feed a whole history; a :class:`History`'s defects go into every result."""
         if isinstance(entries, History):
             self._defects = entries.defects
-        self._feed(entries)
-
-    def _feed(self, entries: Iterable[Entry]) -> None:
-        # One loop over the whole history rather than a call per entry, which checking
-        # a long history would pay millions of times: most entries only update the trace.
         if not self._live:
             return
-        observe = self._trace.observe
-        for entry in entries:
+        # One loop over the whole history (Trace.feed) rather than a call per entry,
+        # which checking a long history would pay millions of times: most entries only
+        # update the trace.
+        trace = self._trace
+        judge = self._judge
+        try:
+            for view in trace.feed(entries):
+                if not judge(view):
+                    return
+        except HistoryError:
+            raise
+        except Exception as exc:
+            self._trace_crashed(trace.consumed + 1, exc)
+
+    def _judge(self, view: ReadView) -> bool:
+        """Show one read to every live checker; False once none is left."""
+        for checker in self._live:
             try:
-                view = observe(entry)
-            except HistoryError:
-                raise
+                checker._on_read(view)
             except Exception as exc:
-                for checker in list(self._live):
-                    self._crash(
-                        checker,
-                        f"the trace shared by the checkers crashed at entry {entry.index}",
-                        exc,
-                    )
-                return
-            if view is not None:
-                for checker in self._live:
-                    try:
-                        checker._on_read(view)
-                    except Exception as exc:
-                        self._crash(checker, f"checker crashed at entry {entry.index}", exc)
-                        if not self._live:
-                            return
+                self._crash(checker, f"checker crashed at entry {view.done}", exc)
+        return bool(self._live)
+
+    def _trace_crashed(self, index: int, exc: Exception) -> None:
+        for checker in list(self._live):
+            self._crash(checker, f"the trace shared by the checkers crashed at entry {index}", exc)
 
     def _crash(self, checker: Checker, what: str, exc: Exception) -> None:
         if checker.name in self._crashes:
@@ -230,4 +239,8 @@ def check_history(
     suite = CheckerSuite(names=names, level=level, keep=keep)
     with _collector_paused():
         suite.observe_all(history)
-    return suite.results()
+        results = suite.results()
+        # The index has no reference cycles: dropping it here frees it at once, before
+        # the collector resumes and would otherwise scan its millions of objects.
+        del suite
+    return results

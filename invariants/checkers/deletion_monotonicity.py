@@ -66,7 +66,7 @@ class DeletionMonotonicity(Checker):
                         delete=latest.ref(),
                         cause="no_restore",
                         record=first.served(),
-                        write=first.producers[0].ref(),
+                        write=first.write.ref(),
                         restore=None,
                         revived=len(own),
                     ),
@@ -79,10 +79,9 @@ class DeletionMonotonicity(Checker):
         revived: list[tuple[Traced, WriteState, _Cause]] = []
         for group in view.by_slot.values():
             for t in group:
-                producers = t.producers
-                head = producers[0]
+                head = t.write
                 cause = _cause(head, latest, top)
-                if cause is not None and all(_cause(p, latest, top) for p in producers[1:]):
+                if cause is not None and all(_cause(p, latest, top) for p in t.more):
                     revived.append((t, head, cause))
         if not revived:
             return

@@ -60,7 +60,7 @@ class SemanticNormalization(Checker):
                 continue
             per_fact: dict[str, list[Traced]] = {}
             for t in group:
-                per_fact.setdefault(t.fact, []).append(t)
+                per_fact.setdefault(t.write.fact, []).append(t)
             for fact, copies in per_fact.items():
                 if len(copies) >= 2:
                     self._duplicate(view, slot, fact, copies)
@@ -80,7 +80,7 @@ class SemanticNormalization(Checker):
         by_age = sorted(copies, key=lambda t: min(p.seq for p in t.producers))
         for t in by_age[1:]:
             self._extra_values.add((view.namespace, view.entity_id, t.record.value))
-        writes = tuple(t.producers[0] for t in copies)
+        writes = tuple(t.write for t in copies)
         self._add(
             Violation(
                 kind="duplicate",

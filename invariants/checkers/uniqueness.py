@@ -36,7 +36,7 @@ class Uniqueness(Checker):
                 continue
             per_fact: dict[str, WriteState] = {}
             for t in group:
-                per_fact.setdefault(t.fact, t.producers[0])
+                per_fact.setdefault(t.write.fact, t.write)
             if len(per_fact) < 2:
                 continue
             writes = tuple(per_fact.values())

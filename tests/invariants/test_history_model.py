@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 
 import pytest
 
 from invariants.backend import Ack, Delete, Record, Restore, Write
+from invariants.errors import InvalidArgument
 from invariants.history import (
     Entry,
     History,
@@ -274,3 +276,33 @@ def test_an_ok_read_must_carry_records():
         "read carries the tuple of Records it returned, in serving order; a read that failed "
         "carries the error text."
     )
+
+
+def test_grouped_writes_reach_the_file_within_the_interval_and_all_on_close(tmp_path):
+    path = tmp_path / "history.jsonl"
+    with HistoryRecorder(path, flush_interval_s=0.05) as recorder:
+        w = recorder.invoke(0, WRITE, meta=META)
+        recorder.ok(w, Ack(applied=True, version=1))
+        deadline = time.monotonic() + 5
+        while len(path.read_text(encoding="utf-8").splitlines()) < 2:
+            assert time.monotonic() < deadline, "grouped lines never reached the file"
+            time.sleep(0.01)
+        for k in range(200):
+            r = recorder.invoke(1, Read("ns", f"u{k}"))
+            recorder.ok(r, [])
+    assert len(read_history(path)) == 402
+
+
+def test_deferred_observers_see_every_entry_in_order_before_close_returns(tmp_path):
+    seen: list[int] = []
+    with HistoryRecorder(tmp_path / "h.jsonl", deferred_observers=[lambda e: seen.append(e.index)],
+                         flush_interval_s=0.01) as recorder:
+        for k in range(100):
+            r = recorder.invoke(k % 4, Read("ns", "u"))
+            recorder.ok(r, [])
+    assert seen == list(range(200))
+
+
+def test_deferred_observers_need_a_flush_interval(tmp_path):
+    with pytest.raises(InvalidArgument):
+        HistoryRecorder(tmp_path / "h.jsonl", deferred_observers=[print])
