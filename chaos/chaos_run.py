@@ -38,18 +38,16 @@ from __future__ import annotations
 import itertools
 import json
 import math
-import os
 import random
 import shlex
 import signal
 import sys
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from types import FrameType
 from typing import IO, TYPE_CHECKING, Any
 
 from invariants.backend import BackendFactory
@@ -62,6 +60,7 @@ from .faults import LamportClock
 from .plan import Plan
 from .report import Report, ScenarioSummary
 from .runner import RunResult, run_plan
+from .signals import on_first_signal
 
 if TYPE_CHECKING:
     from scenarios import SuiteEntry
@@ -147,33 +146,17 @@ def run_chaos(factory: BackendFactory | str | None = None, options: ChaosOptions
                              None if run.stopped else options.duration_s, chaos_s))
 
 
-@contextmanager
 def stop_on_signals(stop: threading.Event,
                     signals: Sequence[signal.Signals] = (signal.SIGINT, signal.SIGTERM),
-                    ) -> Iterator[None]:
+                    ) -> AbstractContextManager[None]:
     """Turn the first of ``signals`` into ``stop.set()``, with a word on stderr; the
     handlers found are back from then on, so a second Ctrl-C abandons the check.
 
     Only the main thread may install signal handlers; they are restored on exit.
     """
-    previous = {sig: signal.getsignal(sig) for sig in signals}
-
-    def handle(signum: int, frame: FrameType | None) -> None:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-        stop.set()
-        # os.write, not print: the handler may interrupt a write to sys.stderr
-        os.write(2, f"\nmemcert: {signal.Signals(signum).name}: stopping after the "
-                    "operations in flight, then checking what was recorded; send it again "
-                    "to abandon the check\n".encode())
-
-    for sig in signals:
-        signal.signal(sig, handle)
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+    return on_first_signal(stop.set, "stopping after the operations in flight, then "
+                           "checking what was recorded; send it again to abandon the check",
+                           signals)
 
 
 class _Stopped(Exception):

@@ -37,7 +37,6 @@ from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import FrameType
 from typing import IO, TYPE_CHECKING, Any
 
 from invariants.adapters.http import HttpFactory
@@ -50,6 +49,7 @@ from .coverage import backend_errors, measure
 from .load_merge import merge_files
 from .load_mix import DEFAULT_ENTITIES, MIXES
 from .report import Report, ScenarioSummary, build_report
+from .signals import on_first_signal
 
 if TYPE_CHECKING:
     from .metrics import MetricsOptions
@@ -306,25 +306,14 @@ def _forward_stop(master: subprocess.Popen[bytes]) -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    signals = (signal.SIGINT, signal.SIGTERM)
-    previous = {sig: signal.getsignal(sig) for sig in signals}
 
-    def stop(signum: int, _frame: FrameType | None) -> None:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+    def stop() -> None:
         if master.poll() is None:
             master.send_signal(signal.SIGTERM)
-        os.write(2, f"\nmemcert: {signal.Signals(signum).name}: stopping the load; the "
-                    "histories recorded so far will be judged; send it again to abandon "
-                    "the run\n".encode())
 
-    for sig in signals:
-        signal.signal(sig, stop)
-    try:
+    with on_first_signal(stop, "stopping the load; the histories recorded so far will be "
+                         "judged; send it again to abandon the run"):
         yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
 
 
 def _environment(token: str | None) -> dict[str, str]:

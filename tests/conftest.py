@@ -11,6 +11,7 @@ import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import NoReturn
 
 import psycopg
 import pytest
@@ -21,6 +22,20 @@ pytest_plugins = ["pytester"]
 
 PG_URL_ENV = "MEMCERT_TEST_PG_URL"
 REQUIRE_PG_ENV = "MEMCERT_REQUIRE_PG"
+
+
+def required_here() -> bool:
+    """In CI, and under `make test` (which sets MEMCERT_REQUIRE_PG=1), every part a test
+    needs is installed by the set-up, so a missing one is a failure, never a skip."""
+    return bool(os.environ.get("CI")) or os.environ.get(REQUIRE_PG_ENV) == "1"
+
+
+def skip_or_fail(reason: str, *, tests: str, module_level: bool = False) -> NoReturn:
+    """Skip with ``reason`` on a developer's machine; fail with it where
+    :func:`required_here`, since a skip there would hide a part never exercised."""
+    if required_here():
+        pytest.fail(f"{reason} ({tests} may not be skipped here)", pytrace=False)
+    pytest.skip(reason, allow_module_level=module_level)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -45,9 +60,7 @@ def pg_url() -> str:
         f"{PG_URL_ENV} is not set: run `make test`, which starts a throwaway PostgreSQL "
         "server and sets it"
     )
-    if os.environ.get("CI") or os.environ.get(REQUIRE_PG_ENV) == "1":
-        pytest.fail(f"{reason} (PostgreSQL tests may not be skipped here)", pytrace=False)
-    pytest.skip(reason)
+    skip_or_fail(reason, tests="PostgreSQL tests")
 
 
 @pytest.fixture

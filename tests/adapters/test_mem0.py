@@ -8,7 +8,6 @@ it the module skips locally and fails in CI or under MEMCERT_REQUIRE_PG=1.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,7 +17,7 @@ from chaos.report import INVARIANTS
 from invariants.backend import Ack, Delete, Record, Restore, Write
 from invariants.history import read_history
 
-from ..conftest import REQUIRE_PG_ENV
+from ..conftest import skip_or_fail
 from .reports import SEED, VERDICTS, assert_reproducible, certify_briefly
 
 try:
@@ -28,9 +27,8 @@ try:
     from mem0.configs.prompts import generate_additive_extraction_prompt
     # isort: on
 except ImportError as missing:
-    if os.environ.get("CI") or os.environ.get(REQUIRE_PG_ENV) == "1":
-        raise
-    pytest.skip(f"the mem0 extra is not installed: {missing}", allow_module_level=True)
+    skip_or_fail(f"the mem0 extra is not installed: {missing}", tests="the mem0 tests",
+                 module_level=True)
 
 
 @pytest.fixture(scope="module")

@@ -19,6 +19,7 @@ from chaos.nightly import NightlyOptions, nightly
 from chaos.report import INVARIANTS
 from invariants.errors import InvalidArgument
 from invariants.verdict import render_explanation
+from tests.conftest import required_here, skip_or_fail
 
 REPO = Path(__file__).resolve().parents[2]
 NIGHT_1 = datetime(2026, 11, 28, 2, 0, 0, tzinfo=UTC)
@@ -127,8 +128,7 @@ def find_chromium() -> str:
         found = shutil.which(name)
         if found:
             return found
-    required = os.environ.get("CI") or os.environ.get("MEMCERT_REQUIRE_PG") == "1"
-    if required and os.geteuid() == 0:
+    if required_here() and os.geteuid() == 0:
         env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
         subprocess.run(["apt-get", "update"], check=True, env=env, stdin=subprocess.DEVNULL)
         subprocess.run(["apt-get", "install", "-y", "--no-install-recommends", "chromium"],
@@ -136,10 +136,8 @@ def find_chromium() -> str:
         found = shutil.which("chromium")
         if found:
             return found
-    reason = "chromium is not installed: `apt-get install chromium` (make test does it as root)"
-    if required:
-        pytest.fail(reason, pytrace=False)
-    pytest.skip(reason)
+    skip_or_fail("chromium is not installed: `apt-get install chromium` (make test does it as "
+                 "root)", tests="the report's browser tests")
 
 
 def chromium(binary: str, page: Path, *flags: str) -> subprocess.CompletedProcess[str]:

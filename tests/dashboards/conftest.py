@@ -10,20 +10,16 @@ from __future__ import annotations
 
 import os
 import shutil
+from typing import NoReturn
 
 import pytest
 
-
-def required() -> bool:
-    return bool(os.environ.get("CI")) or os.environ.get("MEMCERT_REQUIRE_PG") == "1"
+from ..conftest import skip_or_fail
 
 
-def _missing(what: str) -> None:
-    reason = (f"{what}: run `make test`, which installs Prometheus and starts throwaway "
-              "servers (scripts/throwaway-prometheus run -- ...)")
-    if required():
-        pytest.fail(f"{reason} (these tests may not be skipped here)", pytrace=False)
-    pytest.skip(reason)
+def _missing(what: str) -> NoReturn:
+    skip_or_fail(f"{what}: run `make test`, which installs Prometheus and starts throwaway "
+                 "servers (scripts/throwaway-prometheus run -- ...)", tests="these tests")
 
 
 def _env(name: str) -> str:

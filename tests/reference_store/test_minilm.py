@@ -11,7 +11,6 @@ model was never loaded.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -25,7 +24,7 @@ from reference_store import DB_URL_ENV, semantic_factory
 from reference_store.normalize import Normalizer
 from reference_store.normalize.semantic import similarity
 
-from ..conftest import REQUIRE_PG_ENV
+from ..conftest import skip_or_fail
 
 
 @pytest.fixture(scope="module")
@@ -35,9 +34,7 @@ def minilm() -> ModuleType:
     try:
         minilm.load()
     except ImportError as error:
-        if os.environ.get("CI") or os.environ.get(REQUIRE_PG_ENV) == "1":
-            pytest.fail(f"{error} (the semantic tests may not be skipped here)", pytrace=False)
-        pytest.skip(str(error))
+        skip_or_fail(str(error), tests="the semantic tests")
     return minilm
 
 
