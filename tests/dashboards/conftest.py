@@ -14,7 +14,7 @@ from typing import NoReturn
 
 import pytest
 
-from ..conftest import skip_or_fail
+from tests.conftest import skip_or_fail
 
 
 def _missing(what: str) -> NoReturn:
