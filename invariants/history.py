@@ -525,28 +525,6 @@ class _Validator:
             self._add_completion(entry)
         self.last_time = entry.time_ns
 
-    def add_invocation(self, entry: Entry) -> None:
-        """:meth:`add` for an invocation :class:`HistoryRecorder` built itself: its index
-        is the next one, its ``f`` names its op and it has no result, by construction."""
-        if entry.time_ns < self.last_time or (entry.f == "write") == (entry.meta is None):
-            self.add(entry)  # the general path names the problem
-            return
-        self._add_invocation(entry)
-        self.last_time = entry.time_ns
-
-    def add_completion(self, entry: Entry, invocation: Entry) -> None:
-        """:meth:`add` for a completion :class:`HistoryRecorder` built from
-        ``invocation``, repeating its f, op and meta; anything but the completion of
-        the worker's outstanding invocation takes the general path."""
-        if entry.time_ns < self.last_time or self.outstanding.get(entry.worker) is not invocation:
-            self.add(entry)
-            return
-        del self.outstanding[entry.worker]
-        _check_result(entry, self._error)
-        self.partner[invocation.index] = entry.index
-        self.partner.append(invocation.index)
-        self.last_time = entry.time_ns
-
     def _add_invocation(self, entry: Entry) -> None:
         if entry.result is not None:
             raise self._error(
@@ -851,24 +829,32 @@ def read_history(path: str | os.PathLike[str], *, allow_incomplete: bool = False
     with ``allow_incomplete=True`` it is dropped, recorded in ``History.defects``, and
     operations left without a completion are kept as such. Python's cyclic garbage
     collector is paused while the file is decoded.
+
+    The file is decoded :data:`_READ_CHUNK_LINES` lines at a time: decoded whole, the
+    text and its JSON values peaked at four times the memory of the entries they
+    became, which a long chaos run could not afford.
     """
     name = os.fspath(path)
-    with open(path, encoding="utf-8") as src:
-        text = src.read()
     entries: list[Entry] = []
     defects: list[str] = []
     strings: dict[str, str] = {}
-    with _collector_paused(kept=True):
-        lines = _parse_lines(text, name, defects, allow_incomplete)
-        for number, data in enumerate(lines, start=1):
-            entry = _decode_well_formed(data, strings)
-            if entry is None:
-                try:
-                    entry = Entry.from_dict(data)
-                except HistoryError as exc:
-                    raise HistoryError(exc.problem, exc.fix, path=name, line=number) from exc
-            entries.append(entry)
+    with open(path, encoding="utf-8") as src, _collector_paused(kept=True):
+        first = 1
+        while lines := list(itertools.islice(src, _READ_CHUNK_LINES)):
+            values = _parse_lines(lines, first, name, defects, allow_incomplete)
+            for number, data in enumerate(values, start=first):
+                entry = _decode_well_formed(data, strings)
+                if entry is None:
+                    try:
+                        entry = Entry.from_dict(data)
+                    except HistoryError as exc:
+                        raise HistoryError(exc.problem, exc.fix, path=name, line=number) from exc
+                entries.append(entry)
+            first += len(lines)
         return History(entries, allow_incomplete=allow_incomplete, defects=defects, _path=name)
+
+
+_READ_CHUNK_LINES = 8192
 
 
 @contextmanager
@@ -899,25 +885,25 @@ def _collector_paused(*, kept: bool = False) -> Iterator[None]:
             gc.enable()
 
 
-def _parse_lines(text: str, name: str, defects: list[str], allow_incomplete: bool) -> list[Any]:
-    """The JSON value of each line; one parse of the whole file when it is well formed."""
-    if text.endswith("\n"):
+def _parse_lines(
+    lines: list[str], first: int, name: str, defects: list[str], allow_incomplete: bool
+) -> list[Any]:
+    """The JSON value of each line (numbered from ``first``); one parse for the lot when
+    they are well formed. Only the file's last line can lack its newline."""
+    if lines[-1].endswith("\n"):
         try:
-            values = json.loads("[" + text[:-1].replace("\n", ",") + "]")
+            values = json.loads("[" + ",".join([line[:-1] for line in lines]) + "]")
         except json.JSONDecodeError:
             pass
         else:
-            if isinstance(values, list) and len(values) == text.count("\n"):
+            if isinstance(values, list) and len(values) == len(lines):
                 return values
     values = []
-    lines = text.split("\n")
-    # A file written whole ends with "\n", leaving one empty string after the split.
-    last = len(lines) - 1 if lines[-1] == "" else len(lines)
-    for number, line in enumerate(lines[:last], start=1):
+    for number, line in enumerate(lines, start=first):
         try:
             values.append(json.loads(line))
         except json.JSONDecodeError as exc:
-            if number == last and number == len(lines):
+            if not line.endswith("\n"):
                 shown = line if len(line) <= 40 else line[:37] + "..."
                 problem = (
                     f"the last line is cut short ({shown!r}); "
@@ -1054,9 +1040,20 @@ class HistoryRecorder:
             )
         with self._lock:
             validator = self._validator
-            index = len(validator.partner)
-            entry = Entry(index, worker, self._clock(), "invoke", f, op, None, meta)
-            validator.add_invocation(entry)
+            partner = validator.partner
+            entry = Entry(len(partner), worker, self._clock(), "invoke", f, op, None, meta)
+            # The validator's checks, in line (a run makes this call per operation), for
+            # an entry built here: its index is the next one, f names its op and it has
+            # no result by construction. Anything unusual takes the general path, which
+            # names the problem.
+            outstanding = validator.outstanding
+            if (entry.time_ns < validator.last_time or (f == "write") == (meta is None)
+                    or worker in outstanding):
+                validator.add(entry)  # the general path names the problem
+            else:
+                outstanding[worker] = entry
+                partner.append(-1)
+                validator.last_time = entry.time_ns
             self._publish(entry, worker, None)
             return entry
 
@@ -1095,8 +1092,10 @@ class HistoryRecorder:
         worker = invocation.worker
         with self._lock:
             validator = self._validator
+            partner = validator.partner
+            index = len(partner)
             entry = Entry(
-                len(validator.partner),
+                index,
                 worker,
                 self._clock(),
                 etype,
@@ -1105,7 +1104,19 @@ class HistoryRecorder:
                 result,
                 invocation.meta,
             )
-            validator.add_completion(entry, invocation)
+            # Likewise for the completion of the worker's outstanding invocation, which
+            # repeats its f, op and meta; an ok write's Ack(applied=True) is settled here.
+            outstanding = validator.outstanding
+            if entry.time_ns < validator.last_time or outstanding.get(worker) is not invocation:
+                validator.add(entry)
+            else:
+                if not (etype == "ok" and type(result) is Ack and result.applied is True
+                        and entry.f != "read"):
+                    _check_result(entry, validator._error)
+                del outstanding[worker]
+                partner[invocation.index] = index
+                partner.append(invocation.index)
+                validator.last_time = entry.time_ns
             self._publish(entry, worker, invocation)
             return entry
 

@@ -169,6 +169,28 @@ def test_bad_line_in_the_middle_names_its_line(tmp_path):
     )
 
 
+@pytest.mark.parametrize("chunk", [1, 2, 3, 100])
+def test_a_file_read_in_pieces_names_the_same_lines(tmp_path, monkeypatch, chunk):
+    import invariants.history as history_module
+
+    monkeypatch.setattr(history_module, "_READ_CHUNK_LINES", chunk)
+    path = tmp_path / "history.jsonl"
+    with HistoryRecorder(path) as recorder:
+        _small_run(recorder)
+    whole = read_history(path)
+    good = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    assert read_history(path) == whole
+    lines = [*good]
+    lines[2] = "{oops\n"
+    path.write_text("".join(lines), encoding="utf-8")
+    with pytest.raises(HistoryError, match=r":3: not valid JSON"):
+        read_history(path)
+    path.write_text("".join(good[:3]) + good[3][:25], encoding="utf-8")
+    assert len(read_history(path, allow_incomplete=True)) == 3
+    with pytest.raises(HistoryError, match=r":4: the last line is cut short"):
+        read_history(path)
+
+
 def test_a_field_of_the_wrong_type_is_named(tmp_path):
     path = tmp_path / "history.jsonl"
     with HistoryRecorder(path) as recorder:
@@ -276,6 +298,20 @@ def test_an_ok_read_must_carry_records():
         "read carries the tuple of Records it returned, in serving order; a read that failed "
         "carries the error text."
     )
+
+
+def test_an_ok_write_must_carry_an_applied_ack_and_a_refused_one_records_nothing():
+    recorder = HistoryRecorder()
+    w = recorder.invoke(0, WRITE, meta=META)
+    with pytest.raises(HistoryError) as err:
+        recorder.ok(w, Ack(applied=False, reason="stale"))
+    assert str(err.value) == (
+        "entry 1: an ok write has result Ack(applied=False, version=None, reason='stale'). "
+        "An ok write must carry Ack(applied=True); an exception is an info."
+    )
+    assert (len(recorder), recorder.outstanding) == (1, 1)
+    recorder.fail(w, Ack(applied=False, reason="stale"))
+    assert [e.type for e in recorder.history()] == ["invoke", "fail"]
 
 
 def test_grouped_writes_reach_the_file_within_the_interval_and_all_on_close(tmp_path):
