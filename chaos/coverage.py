@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
+from invariants.backend import Write
 from invariants.history import Entry, History
 
 __all__ = ["CONDITIONS", "CONDITION_INVARIANT", "Condition", "backend_errors", "measure"]
@@ -37,6 +38,11 @@ CONDITIONS: Mapping[str, Condition] = MappingProxyType(
         "overlapping_same_key_writes": Condition(
             "uniqueness",
             "a write to a key invoked while another write to that key was still running",
+        ),
+        "attribute_variant_facts": Condition(
+            "uniqueness",
+            "a key that received acknowledged writes of two or more facts under two or more "
+            "attribute spellings",
         ),
         "delete_raced_write": Condition(
             "deletion_monotonicity",
@@ -126,6 +132,7 @@ def measure(history: History, nemesis: Sequence[Mapping[str, Any]] = ()) -> dict
     counts["overlapping_same_key_writes"] = _overlaps(
         (_slot_key(inv), inv.index, done.index) for inv, done in pairs if inv.f == "write"
     )
+    counts["attribute_variant_facts"] = _variant_facts(pairs)
     counts["delete_raced_write"] = _races(pairs)
     counts["out_of_order_arrival"] = _out_of_order(pairs)
     counts["seq_digit_boundaries"] = _digit_boundaries(pairs)
@@ -231,6 +238,20 @@ def _overlaps(intervals: Iterable[tuple[object, int, int]]) -> int:
                 found += 1
             reach = max(reach, end)
     return found
+
+
+def _variant_facts(pairs: list[tuple[Entry, Entry]]) -> int:
+    """Keys where a store keyed by the raw attribute would hold two facts at once: with
+    two spellings and two facts among a key's acknowledged writes, some two writes
+    differ in both."""
+    seen: dict[tuple[str, str, str], tuple[set[str], set[str]]] = {}
+    for inv, done in pairs:
+        op = inv.op
+        if isinstance(op, Write) and done.type == "ok" and inv.meta is not None:
+            spellings, facts = seen.setdefault(_slot_key(inv), (set(), set()))
+            spellings.add(op.attribute)
+            facts.add(inv.meta.fact)
+    return sum(1 for spellings, facts in seen.values() if len(spellings) > 1 and len(facts) > 1)
 
 
 def _races(pairs: list[tuple[Entry, Entry]]) -> int:

@@ -178,19 +178,38 @@ def shrinking_within(seconds: float) -> Iterator[None]:
     Hypothesis stops shrinking after a fixed five minutes, read from a module constant
     of its engine each time shrinking starts; on a slow backend that alone would
     overrun a certification's budget many times over. The constant is private, so a
-    Hypothesis without it leaves shrinking unbounded rather than failing.
+    Hypothesis without it leaves shrinking unbounded rather than failing. Hypothesis's
+    warning when it gives up still says "five minutes", so it is reworded with the
+    limit that really applied.
     """
     from hypothesis.internal.conjecture import engine
+    from hypothesis.reporting import current_reporter, with_reporter
 
     if not hasattr(engine, "MAX_SHRINKING_SECONDS"):
         yield
         return
+    limit = max(1, math.ceil(seconds))
+    outer = current_reporter()
+
+    def report(value: object) -> None:
+        if isinstance(value, str) and value.startswith(_SLOW_SHRINK):
+            value = (
+                f"memcert: stopped shrinking this failure after the {limit} s the stateful "
+                "phase could give it; the program shown is the shortest found by then, and "
+                "a re-run with the same example database goes on shrinking from it."
+            )
+        outer(value)
+
     saved = engine.MAX_SHRINKING_SECONDS
-    engine.MAX_SHRINKING_SECONDS = max(1, math.ceil(seconds))
+    engine.MAX_SHRINKING_SECONDS = limit
     try:
-        yield
+        with with_reporter(report):
+            yield
     finally:
         engine.MAX_SHRINKING_SECONDS = saved
+
+
+_SLOW_SHRINK = "WARNING: Hypothesis has spent more than five minutes working to shrink"
 
 
 def run_machine(

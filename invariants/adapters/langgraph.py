@@ -1,11 +1,18 @@
 """LangGraph's long-term memory stores behind the contract in :mod:`invariants.backend`.
 
-Three stores, one adapter, three factories usable as specs::
+Three stores, one adapter, four factories usable as specs::
 
     memcert certify invariants.adapters.langgraph:inmemory_factory
     memcert certify invariants.adapters.langgraph:sqlite_factory
     MEMCERT_LANGGRAPH_PG_URL=postgresql://... \\
         memcert certify invariants.adapters.langgraph:postgres_factory
+    memcert certify invariants.adapters.langgraph:inmemory_search_factory
+    memcert certify invariants.adapters.langgraph:sqlite_search_factory
+
+The last two are the same stores with a vector index, read through their semantic
+search as well as their listing (see **read, with search** below); they need the
+``semantic`` extra for the embedding model. ``PostgresStore`` has no search profile:
+its index needs the server's ``pgvector`` extension.
 
 How the contract maps onto ``BaseStore`` (``put``, ``search``, ``delete``):
 
@@ -28,16 +35,39 @@ How the contract maps onto ``BaseStore`` (``put``, ``search``, ``delete``):
   store's own way to list a namespace, in the order the store serves it (insertion
   order of the keys in memory, most recently updated first in SQLite and PostgreSQL).
   It is not a ``get`` per key: the read does not know the keys, and splicing a listing
-  with later gets would show two states of the store as one. With a vector index,
-  LangGraph's semantic search ranks live rows joined to their vectors, so a deleted or
-  replaced value never comes back through it; stale vectors (langgraph#8214, #8757)
-  change scores and ranking only. This adapter configures no index.
+  with later gets would show two states of the store as one.
+- **read, with search** (``inmemory_search``, ``sqlite_search``). The store has a vector
+  index configured as LangGraph documents it, over the item's ``"value"`` field
+  (``SqliteStore`` 3.1 reads that setting under another name and embeds the whole item;
+  the adapter leaves that to the store), embedded by all-MiniLM-L6-v2
+  (:data:`EMBEDDING_DIMS` dimensions, loaded offline by
+  :mod:`reference_store.normalize.minilm`); every put is indexed, the store's default.
+  A read is one ``store.batch`` of two searches of the entity's namespace: the listing
+  above, and a semantic search whose query is :func:`search_query`, the question an
+  agent asks about the entity, with the same limit. The records are the listing's, in
+  its order, then each item only the semantic search returned, in its ranking. An item
+  both return with the same stored value is one record, or every read would show the
+  adapter's two paths as the store's duplicates; one the search returns with another
+  value is served again, since the store served both.
+  One batch, not two calls, so that a read does not splice two states of the store as
+  one: ``SqliteStore`` runs a batch in one transaction, and ``InMemoryStore`` collects
+  the candidates of both searches before it embeds the query (it takes no lock, so a
+  put from another thread can still land between the two passes).
+  The limit, not the query, decides what comes back: every item the index can reach is
+  ranked and served, so a deleted or replaced value that the index still held would be
+  served whatever the agent asked, and the checkers judge it like any other record (a
+  resurrection, a stale fact, a conflict). A small limit would measure the query's
+  wording instead of the store. Writes are not batched: each put is embedded in its own
+  call, which is what one write is.
 - ``Record.version`` is 0: LangGraph items carry no version.
 - **reset** deletes every item under the ``"memcert"`` root, through the same API.
 
 A handle is not bound to its thread: the SQLite connection is opened with
-``check_same_thread=False`` by LangGraph itself, and both SQL stores guard their one
-connection with their own lock. Nothing else here locks, orders or deduplicates.
+``check_same_thread=False`` (by LangGraph itself, or for ``sqlite_search`` with the
+options LangGraph uses), and both SQL stores guard their one connection with their own
+lock. The embedding model takes one call at a time, because its tokenizer cannot be
+shared between threads; that orders calls to the model, not the store's operations.
+Nothing else here locks, orders or deduplicates.
 """
 
 from __future__ import annotations
@@ -46,17 +76,21 @@ import os
 import re
 import tempfile
 import threading
-from collections.abc import Callable
-from contextlib import AbstractContextManager, ExitStack, nullcontext
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
+from importlib import import_module
 from pathlib import Path
+from types import ModuleType
+from typing import cast
 
-from langgraph.store.base import BaseStore, Item
+from langgraph.store.base import BaseStore, IndexConfig, Item, SearchItem, SearchOp
 from langgraph.store.memory import InMemoryStore
 
 from invariants.backend import Ack, Delete, Record, Restore, Write
 from invariants.errors import FactoryError
 
 __all__ = [
+    "EMBEDDING_DIMS",
     "LISTING_LIMIT",
     "PG_URL_ENV",
     "ROOT",
@@ -66,10 +100,15 @@ __all__ = [
     "entity_namespace",
     "inmemory",
     "inmemory_factory",
+    "inmemory_search",
+    "inmemory_search_factory",
     "postgres",
     "postgres_factory",
+    "search_query",
     "sqlite",
     "sqlite_factory",
+    "sqlite_search",
+    "sqlite_search_factory",
 ]
 
 ROOT = "memcert"
@@ -77,6 +116,9 @@ ROOT = "memcert"
 
 LISTING_LIMIT = 10_000
 """``search`` returns 10 items unless told otherwise; an entity holds far fewer than this."""
+
+EMBEDDING_DIMS = 384
+"""The length of all-MiniLM-L6-v2's vectors, which LangGraph's index must be told."""
 
 SQLITE_PATH_ENV = "MEMCERT_LANGGRAPH_SQLITE"
 PG_URL_ENV = "MEMCERT_LANGGRAPH_PG_URL"
@@ -93,15 +135,27 @@ def _label(text: str) -> str:
     return _ESCAPED.sub(lambda m: f"%{ord(m.group()):02X}", text)
 
 
+def search_query(entity_id: str) -> str:
+    """What an agent asks its memory about one entity before it answers.
+
+    It decides the ranking only: the search's limit lets every item the index holds
+    for the entity come back, whatever the wording.
+    """
+    return f"What do I know about {entity_id}?"
+
+
 class LangGraphBackend:
     """A handle onto one LangGraph ``BaseStore``; see the module docstring for the mapping.
 
     ``closing`` releases what this handle opened (a connection); the store object
-    itself may be shared with other handles.
+    itself may be shared with other handles. With ``search``, reads also go through the
+    store's semantic search, which needs a store with a vector index.
     """
 
-    def __init__(self, store: BaseStore, *, closing: Callable[[], None] | None = None) -> None:
+    def __init__(self, store: BaseStore, *, closing: Callable[[], None] | None = None,
+                 search: bool = False) -> None:
         self.store = store
+        self.search = search
         self._closing = closing
 
     def __repr__(self) -> str:
@@ -126,8 +180,10 @@ class LangGraphBackend:
             "so there is nothing to restore")
 
     def read(self, namespace: str, entity_id: str) -> list[Record]:
+        where = entity_namespace(namespace, entity_id)
+        items = self._served(where, entity_id) if self.search else self._listing(where)
         return [Record(entity_id, item.key, item.value["value"], item.value["causal_seq"], 0)
-                for item in self._listing(entity_namespace(namespace, entity_id))]
+                for item in items]
 
     def reset(self) -> None:
         while True:
@@ -147,6 +203,16 @@ class LangGraphBackend:
     def _listing(self, namespace: tuple[str, ...]) -> list[Item]:
         return list(self.store.search(namespace, limit=LISTING_LIMIT))
 
+    def _served(self, namespace: tuple[str, ...], entity_id: str) -> list[Item]:
+        listing, ranked = self.store.batch([
+            SearchOp(namespace, limit=LISTING_LIMIT),
+            SearchOp(namespace, limit=LISTING_LIMIT, query=search_query(entity_id)),
+        ])
+        listed = cast(list[SearchItem], listing)
+        seen = [(item.key, item.value) for item in listed]
+        return [*listed, *(item for item in cast(list[SearchItem], ranked)
+                           if (item.key, item.value) not in seen)]
+
 
 class StoreFactory:
     """A backend factory: each call returns a new handle onto one LangGraph store.
@@ -157,14 +223,16 @@ class StoreFactory:
     one database, as worker processes of an application would have). Each new store is
     set up (``setup()``: tables and migrations) under a lock before its handle is
     returned, because LangGraph's migrations are not meant to race and setup is not what
-    memcert certifies. Nothing is opened until the first call.
+    memcert certifies. Nothing is opened until the first call. ``search`` is passed on to
+    every handle.
     """
 
     def __init__(self, name: str, open_store: Callable[[], AbstractContextManager[BaseStore]],
-                 *, shared: bool, shares_across_processes: bool) -> None:
+                 *, shared: bool, shares_across_processes: bool, search: bool = False) -> None:
         self.name = name
         self._open_store = open_store
         self._shared = shared
+        self._search = search
         self.shares_across_processes = shares_across_processes
         self._lock = threading.Lock()
         self._store: BaseStore | None = None
@@ -175,14 +243,14 @@ class StoreFactory:
     def __call__(self) -> LangGraphBackend:
         with self._lock:
             if self._store is not None:
-                return LangGraphBackend(self._store)
+                return LangGraphBackend(self._store, search=self._search)
             handle = ExitStack()
             store = handle.enter_context(self._open_store())
             _setup(store)
             if self._shared:
                 self._store = store
-                return LangGraphBackend(store)
-            return LangGraphBackend(store, closing=handle.close)
+                return LangGraphBackend(store, search=self._search)
+            return LangGraphBackend(store, closing=handle.close, search=self._search)
 
 
 def _setup(store: BaseStore) -> None:
@@ -195,6 +263,26 @@ def inmemory() -> StoreFactory:
     """Handles onto one ``InMemoryStore``, made on the first call, for threads of this process."""
     return StoreFactory("InMemoryStore", lambda: nullcontext(InMemoryStore()), shared=True,
                         shares_across_processes=False)
+
+
+def inmemory_search() -> StoreFactory:
+    """Handles onto one ``InMemoryStore`` with a MiniLM vector index, read through its
+    semantic search too; the model is loaded on the first call."""
+    return StoreFactory("InMemoryStore with a MiniLM index",
+                        lambda: nullcontext(InMemoryStore(index=_minilm_index())),
+                        shared=True, shares_across_processes=False, search=True)
+
+
+def _minilm_index() -> IndexConfig:
+    """LangGraph's index over the fact's text, embedded by the model memcert already
+    ships for its semantic level, so that one copy of the weights serves both.
+
+    Imported here, not at the top: the model needs torch, and the listing profiles
+    must not pay for it.
+    """
+    from reference_store.normalize import minilm
+
+    return {"dims": EMBEDDING_DIMS, "embed": minilm.load(), "fields": ["value"]}
 
 
 def sqlite(path: str | os.PathLike[str] | None = None) -> StoreFactory:
@@ -211,6 +299,46 @@ def sqlite(path: str | os.PathLike[str] | None = None) -> StoreFactory:
         return SqliteStore.from_conn_string(str(_sqlite_path(path)))
 
     return StoreFactory("SqliteStore", open_store, shared=False, shares_across_processes=True)
+
+
+def sqlite_search(path: str | os.PathLike[str] | None = None) -> StoreFactory:
+    """Handles onto one ``SqliteStore`` file with a MiniLM vector index, each with its
+    own connection, read through its semantic search too.
+
+    The file is found as :func:`sqlite` finds it. The index needs the sqlite-vec
+    extension, so the connection comes from a ``sqlite3`` module that can load
+    extensions: Python's own where it was built with that, else ``pysqlite3`` (the
+    ``pysqlite3-binary`` wheel, with its own SQLite). It is opened with the options
+    ``SqliteStore.from_conn_string`` uses.
+    """
+
+    @contextmanager
+    def open_store() -> Iterator[BaseStore]:
+        from langgraph.store.sqlite import SqliteStore
+
+        conn = _extension_capable_sqlite().connect(
+            str(_sqlite_path(path)), check_same_thread=False, isolation_level=None)
+        try:
+            yield SqliteStore(conn, index=_minilm_index())
+        finally:
+            conn.close()
+
+    return StoreFactory("SqliteStore with a MiniLM index", open_store, shared=False,
+                        shares_across_processes=True, search=True)
+
+
+def _extension_capable_sqlite() -> ModuleType:
+    import sqlite3
+
+    if hasattr(sqlite3.Connection, "enable_load_extension"):
+        return sqlite3
+    try:
+        return import_module("pysqlite3.dbapi2")
+    except ImportError as error:
+        raise FactoryError(
+            "SqliteStore's vector index needs the sqlite-vec extension, and this Python's "
+            "sqlite3 module cannot load extensions: pip install pysqlite3-binary, whose "
+            "sqlite3 can") from error
 
 
 def postgres(url: str | None = None) -> StoreFactory:
@@ -250,5 +378,7 @@ def _pg_conninfo(url: str | None) -> str:
 
 
 inmemory_factory = inmemory()
+inmemory_search_factory = inmemory_search()
+sqlite_search_factory = sqlite_search()
 sqlite_factory = sqlite()
 postgres_factory = postgres()

@@ -84,3 +84,23 @@ def test_shrinking_is_bounded_while_the_phase_runs_and_restored_after():
     with shrinking_within(7.2):
         assert engine.MAX_SHRINKING_SECONDS == 8
     assert before == engine.MAX_SHRINKING_SECONDS
+
+
+def test_giving_up_on_shrinking_names_the_limit_that_really_applied(capsys):
+    import time
+
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    @settings(database=None, deadline=None, max_examples=20)
+    @given(st.lists(st.integers(1, 10**6), min_size=40, max_size=40))
+    def slow_to_shrink(values: list[int]) -> None:
+        time.sleep(0.005)
+        assert sum(values) < 40
+
+    with shrinking_within(0.5), pytest.raises(AssertionError):
+        slow_to_shrink()
+    out = capsys.readouterr().out
+    assert "five minutes" not in out
+    assert ("memcert: stopped shrinking this failure after the 1 s the stateful phase could "
+            "give it; the program shown is the shortest found by then") in out
