@@ -5,9 +5,10 @@ place that knows: SQLite write transactions start with ``BEGIN IMMEDIATE`` (taki
 database write lock up front, so two writers never deadlock upgrading a read lock),
 and PostgreSQL relies on row locks taken by the write path itself.
 
-The write path runs its prepared statements on the driver's cursor inside a
-:class:`DriverTransaction`, on a connection a store handle keeps (:class:`Connections`);
-everything else goes through SQLAlchemy ``Connection`` objects as usual.
+The write path, the contract read and the agent-facing reads (search, recall, touch)
+run prepared statements on the driver's cursor inside a :class:`DriverTransaction`, on
+a connection a store handle keeps (:class:`Connections`); everything else goes through
+SQLAlchemy ``Connection`` objects as usual.
 """
 
 from __future__ import annotations
@@ -189,6 +190,17 @@ class DriverTransaction:
     given, is held for the whole transaction (a private in-memory database has a single
     connection).
 
+    A ``single`` transaction is one statement, which the database runs as a transaction
+    of its own (autocommit): no BEGIN and no COMMIT, so one round trip to PostgreSQL
+    instead of three. Nothing a caller can see changes: one statement reads one
+    snapshot on both databases (PostgreSQL's READ COMMITTED takes a snapshot per
+    statement even inside a transaction), and a writing statement commits whole or not
+    at all, taking the locks it would take after BEGIN (on SQLite, a writing statement
+    takes the write lock when it starts, as ``BEGIN IMMEDIATE`` does). A second
+    statement is refused rather than run in a transaction of its own. Its rows are
+    always fetched to the end: on SQLite, that is when the statement commits, and when
+    a failure to commit is reported.
+
     Driver errors are raised as SQLAlchemy's, as ``Connection.execute`` would raise
     them, so retries and callers see one set of exceptions whichever way a statement
     ran. A connection found dead by the first statement (the server restarted, or
@@ -196,17 +208,24 @@ class DriverTransaction:
     what the pool's pre-ping does at checkout: nothing of the transaction has happened.
     """
 
-    __slots__ = ("_begin", "_broken", "_connection", "_connections", "_cursor",
-                 "_dbapi_error", "_dialect", "_driver", "_fresh", "_serial")
+    __slots__ = ("_autocommit", "_begin", "_broken", "_connection", "_connections",
+                 "_cursor", "_dbapi_error", "_dialect", "_driver", "_fresh", "_held",
+                 "_sent", "_serial", "_single")
 
     def __init__(self, connections: Connections, *, write: bool,
-                 serial: threading.RLock | None = None) -> None:
+                 serial: threading.RLock | None = None, single: bool = False) -> None:
         self._connections = connections
         self._dialect = connections.engine.dialect
-        self._begin = begin_sql(self._dialect.name, write=write)
+        self._single = single
+        self._begin = None if single else begin_sql(self._dialect.name, write=write)
+        # Python's sqlite3 already runs a statement outside BEGIN as a transaction of
+        # its own (see _on_connect); psycopg has to be told.
+        self._autocommit = single and self._dialect.name == "postgresql"
         self._serial = serial
         self._dbapi_error: type[Exception] = self._dialect.loaded_dbapi.Error
         self._broken = False
+        self._held = False
+        self._sent = False
 
     def __enter__(self) -> DriverTransaction:
         if self._serial is not None:
@@ -230,7 +249,7 @@ class DriverTransaction:
         try:
             if exc_type is not None:
                 self._rollback()
-            else:
+            elif not self._single:
                 try:
                     self._driver.commit()
                 except self._dbapi_error as error:
@@ -242,10 +261,15 @@ class DriverTransaction:
                 self._serial.release()
 
     def run(self, statement: Prepared, params: dict[str, Any]) -> None:
-        self._execute(statement.sql, statement.parameters(params))
+        self._send(statement, params)
+        if self._single:
+            self._cursor.fetchall()
 
     def first(self, statement: Prepared, params: dict[str, Any]) -> tuple[Any, ...] | None:
-        self._execute(statement.sql, statement.parameters(params))
+        self._send(statement, params)
+        if self._single:
+            rows = self._cursor.fetchall()
+            return rows[0] if rows else None
         row: tuple[Any, ...] | None = self._cursor.fetchone()
         return row
 
@@ -255,19 +279,48 @@ class DriverTransaction:
         return row
 
     def all(self, statement: Prepared, params: dict[str, Any]) -> Sequence[tuple[Any, ...]]:
-        self._execute(statement.sql, statement.parameters(params))
+        self._send(statement, params)
         return self._cursor.fetchall()
+
+    def _send(self, statement: Prepared, params: dict[str, Any]) -> None:
+        if self._single and self._sent:
+            raise RuntimeError(
+                f"a single-statement transaction was given a second statement "
+                f"({statement.sql!r}); open the DriverTransaction with single=False")
+        self._sent = True
+        self._execute(statement.sql, statement.parameters(params))
 
     def _open(self) -> None:
         self._connection = self._connections.acquire()
-        self._driver: Any = self._connection.driver_connection
+        self._driver: Any = cast(Any, self._connection.driver_connection)
         self._cursor = self._connection.cursor()
+        self._held = True
         self._fresh = True
+        if self._autocommit:
+            try:
+                self._driver.autocommit = True
+            except self._dbapi_error as error:
+                # Left inside a transaction, or closed: discarded, never lent again.
+                wrapped = self._wrap(error, "SET autocommit", None)
+                self._broken = True
+                self._close()
+                raise wrapped from error
 
     def _close(self) -> None:
+        """Give the connection back, once (a failed reconnect may already have)."""
+        if not self._held:
+            return
+        self._held = False
         try:
             self._cursor.close()
         finally:
+            if self._autocommit and not self._broken:
+                # Back to transactions for whoever uses the connection next; one that
+                # cannot be told is discarded instead.
+                try:
+                    self._driver.autocommit = False
+                except self._dbapi_error:
+                    self._broken = True
             if self._broken:
                 self._connection.invalidate()
             self._connections.release(self._connection)
@@ -291,6 +344,8 @@ class DriverTransaction:
 
     def _rollback(self) -> None:
         """Undo, on a connection that may be broken: then it is discarded, not reused."""
+        if not self._held:
+            return
         try:
             self._driver.rollback()
         except self._dbapi_error:

@@ -1,10 +1,9 @@
-"""Use and retirement of memories: ``touch`` when an agent used one, ``forget`` to retire it.
+"""Retirement of memories: ``forget`` archives what an agent no longer wants recalled.
 
-Neither changes what a memory says, so neither allocates a version or enters the
-operation log. ``touch`` is one ``UPDATE ... SET access_count = access_count + 1``:
-the database does the arithmetic under the row lock, so concurrent touches never read
-the same count and lose an increment. ``forget`` archives rows and never deletes them;
-unlike ``delete`` it leaves no tombstone, so the entity can be written again at once.
+It does not change what a memory says, so it allocates no version and does not enter
+the operation log. It archives rows and never deletes them; unlike ``delete`` it leaves
+no tombstone, so the entity can be written again at once. (``touch``, which counts a
+use, is one statement and lives with the reads in :mod:`reference_store.retrieval`.)
 """
 
 from __future__ import annotations
@@ -19,34 +18,7 @@ from .validation import check_namespace, check_text
 if TYPE_CHECKING:
     from .store import ReferenceStore
 
-__all__ = ["forget", "touch"]
-
-
-def touch(store: ReferenceStore, namespace: str, entity_id: str, attribute: str) -> int:
-    """Count one use of the active memory under ``attribute`` (any variant of its name).
-
-    Returns the new access count, or 0 when there is no active memory to touch (never
-    written, deleted, forgotten). 0 rather than an error because an agent touches what
-    it just read, and a delete racing in between is normal, not a mistake.
-    """
-    check_namespace(namespace)
-    check_text("entity_id", entity_id)
-    check_text("attribute", attribute)
-    attr_key = store.normalizer.attribute_key(attribute)
-    statement = (
-        update(memories)
-        .where(memories.c.namespace == namespace, memories.c.entity_id == entity_id,
-               memories.c.attr_key == attr_key, memories.c.status == "active")
-        .values(access_count=memories.c.access_count + 1, last_accessed_at=store._clock())
-        .returning(memories.c.access_count)
-    )
-
-    def attempt() -> int:
-        with store._transaction() as conn:
-            count = conn.execute(statement).scalar_one_or_none()
-        return 0 if count is None else int(count)
-
-    return store._retrying(attempt)
+__all__ = ["forget"]
 
 
 def forget(store: ReferenceStore, namespace: str, entity_id: str,

@@ -1,4 +1,5 @@
-"""What an agent asks its memory: ``search`` by text, ``recall`` by strength.
+"""What an agent asks its memory: ``search`` by text, ``recall`` by strength, and
+``touch`` for what it used.
 
 Both serve only ``active`` rows, prefiltered in SQL by namespace, memory type and tags,
 and scored in Python, where the arithmetic is plain enough to check by hand.
@@ -15,24 +16,32 @@ holds an embedder. Tokens come from the surface form of the text and from its
 canonical key at the store's level, so "americano" finds "喜欢美式" through the lexicon
 while "咖啡" still finds "偏好美式咖啡" through its own characters. Chinese and Japanese
 are cut into character bigrams, since they are written without spaces.
+
+Each call is one SQL statement, prepared once per handle (``statements.py``) and run on
+the driver's cursor as a transaction of its own, and the Python that follows does only
+what it must: a memory's tokens are computed once per distinct text, and a ``Hit`` is
+built only for the rows that make the ``limit``. Each call is also a ``plan_*``
+function, which checks the input and returns the statement with what to make of its
+rows (:class:`~reference_store.statements.Plan`), so the HTTP service can send the
+statement without a thread (``service/pool.py``).
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
-
-from sqlalchemy import Row, Select, select
 
 from invariants.errors import InvalidArgument
 
 from .normalize.semantic import cosine
 from .normalize.surface import CJK, fold
-from .schema import memories
+from .statements import SQL_TAGS, Plan, Prepared, tag_pattern
 from .validation import check_memory_type, check_namespace, check_text
 
 if TYPE_CHECKING:
@@ -41,10 +50,14 @@ if TYPE_CHECKING:
 __all__ = [
     "RANK_WEIGHTS",
     "Hit",
+    "plan_recall",
+    "plan_search",
+    "plan_touch",
     "recall",
     "search",
     "strength",
     "tokens",
+    "touch",
 ]
 
 #: Weights of similarity and strength in a search rank.
@@ -134,19 +147,8 @@ def search(
     Ties are broken by similarity, then strength, then entity, attribute and version,
     so the same database always answers the same way.
     """
-    check_text("query", query, max_bytes=store.config.max_value_bytes)
-    _check_limit(limit)
-    rows = _candidates(store, namespace, tags, memory_type)
-    moment = store._clock() if now is None else now
-    similarities = _similarities(store, query, rows)
-    weight_sim, weight_strength = RANK_WEIGHTS
-    hits = []
-    for row, similarity in zip(rows, similarities, strict=True):
-        if similarity <= 0.0:
-            continue
-        power = _strength_of(row, moment)
-        hits.append(_hit(row, power, similarity, weight_sim * similarity + weight_strength * power))
-    return _best(hits, limit)
+    return store._answer(plan_search(store, namespace, query, tags=tags,
+                                     memory_type=memory_type, limit=limit, now=now))
 
 
 def recall(
@@ -160,21 +162,111 @@ def recall(
     now: float | None = None,
 ) -> list[Hit]:
     """The strongest active memories of a namespace, or of one entity, strongest first."""
+    return store._answer(plan_recall(store, namespace, entity_id=entity_id, tags=tags,
+                                     memory_type=memory_type, limit=limit, now=now))
+
+
+def plan_search(
+    store: ReferenceStore,
+    namespace: str,
+    query: str,
+    *,
+    tags: Iterable[str] = (),
+    memory_type: str | None = None,
+    limit: int = 10,
+    now: float | None = None,
+) -> Plan[list[Hit]]:
+    """:func:`search` as a plan; its input is checked here, before anything is sent."""
+    check_text("query", query, max_bytes=store.config.max_value_bytes)
+    _check_limit(limit)
+    statement, params, wanted = _candidates(store, namespace, tags, memory_type)
+
+    def finish(fetched: Sequence[_Row]) -> list[Hit]:
+        rows = _tagged(fetched, wanted)
+        moment = store._clock() if now is None else now
+        similarities = _similarities(store, query, rows)
+        weight_sim, weight_strength = RANK_WEIGHTS
+        scored = []
+        for row, similarity in zip(rows, similarities, strict=True):
+            if similarity <= 0.0:
+                continue
+            power = _strength_of(row, moment)
+            scored.append(_scored(row, power, similarity,
+                                  weight_sim * similarity + weight_strength * power))
+        return _best(namespace, scored, limit)
+
+    return Plan(statement, params, finish)
+
+
+def plan_recall(
+    store: ReferenceStore,
+    namespace: str,
+    *,
+    entity_id: str | None = None,
+    tags: Iterable[str] = (),
+    memory_type: str | None = None,
+    limit: int = 10,
+    now: float | None = None,
+) -> Plan[list[Hit]]:
+    """:func:`recall` as a plan; its input is checked here, before anything is sent."""
     if entity_id is not None:
         check_text("entity_id", entity_id)
     _check_limit(limit)
-    rows = _candidates(store, namespace, tags, memory_type, entity_id=entity_id)
-    moment = store._clock() if now is None else now
-    hits = []
-    for row in rows:
-        power = _strength_of(row, moment)
-        hits.append(_hit(row, power, None, power))
-    return _best(hits, limit)
+    statement, params, wanted = _candidates(store, namespace, tags, memory_type,
+                                            entity_id=entity_id)
+
+    def finish(fetched: Sequence[_Row]) -> list[Hit]:
+        rows = _tagged(fetched, wanted)
+        moment = store._clock() if now is None else now
+        scored = []
+        for row in rows:
+            power = _strength_of(row, moment)
+            scored.append(_scored(row, power, None, power))
+        return _best(namespace, scored, limit)
+
+    return Plan(statement, params, finish)
+
+
+def touch(store: ReferenceStore, namespace: str, entity_id: str, attribute: str) -> int:
+    """Count one use of the active memory under ``attribute`` (any variant of its name).
+
+    Returns the new access count, or 0 when there is no active memory to touch (never
+    written, deleted, forgotten). 0 rather than an error because an agent touches what
+    it just read, and a delete racing in between is normal, not a mistake.
+
+    One ``UPDATE ... SET access_count = access_count + 1``: the database does the
+    arithmetic under the row lock, so concurrent touches never read the same count and
+    lose an increment. Touching changes no fact, so it allocates no version and does
+    not enter the operation log.
+    """
+    return store._answer(plan_touch(store, namespace, entity_id, attribute))
+
+
+def plan_touch(store: ReferenceStore, namespace: str, entity_id: str,
+               attribute: str) -> Plan[int]:
+    """:func:`touch` as a plan; its input is checked, and the time of use read, here."""
+    check_namespace(namespace)
+    check_text("entity_id", entity_id)
+    check_text("attribute", attribute)
+    params = {"p_namespace": namespace, "p_entity_id": entity_id,
+              "p_attr_key": store.normalizer.attribute_key(attribute), "p_now": store._clock()}
+    return Plan(store._sql.touch, params, _access_count, writes=True)
+
+
+def _access_count(rows: Sequence[_Row]) -> int:
+    return int(rows[0][0]) if rows else 0
 
 
 def _check_limit(limit: object) -> None:
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         raise InvalidArgument(f"limit={limit!r} must be an int >= 1.")
+
+
+# A candidate row, in the order of statements.CANDIDATE_COLUMNS.
+_Row = tuple[Any, ...]
+(_ENTITY_ID, _ATTRIBUTE, _ATTR_KEY, _VALUE, _VALUE_KEY, _CAUSAL_SEQ, _VERSION, _MEMORY_TYPE,
+ _TAGS, _TRUST, _INSTRUCTION_LIKE, _ACCESS_COUNT, _SCORE, _HALF_LIFE, _UPDATED_AT,
+ _LAST_ACCESSED_AT) = range(16)
 
 
 def _candidates(
@@ -184,8 +276,9 @@ def _candidates(
     memory_type: str | None,
     *,
     entity_id: str | None = None,
-) -> list[Row[Any]]:
-    """Active rows passing the prefilter; the tag test is finished here in Python.
+) -> tuple[Prepared, dict[str, Any], tuple[str, ...]]:
+    """The statement and parameters fetching active rows that pass the prefilter, and
+    the tags :func:`_tagged` must then find on each row.
 
     SQL narrows tags with ``LIKE '%"tag"%'`` on the JSON text (metacharacters
     escaped), which can over-match, e.g. SQLite's LIKE ignores ASCII case, so the
@@ -202,26 +295,33 @@ def _candidates(
         check_text("tags", tag, max_bytes=MAX_TAG_BYTES)
     if memory_type is not None:
         check_memory_type(memory_type)
-    query: Select[Any] = select(memories).where(
-        memories.c.namespace == namespace, memories.c.status == "active")
+    statement = store._sql.candidates.get(entity=entity_id is not None,
+                                          memory_type=memory_type is not None,
+                                          tags=len(wanted))
+    params: dict[str, Any] = {"p_namespace": namespace}
     if entity_id is not None:
-        query = query.where(memories.c.entity_id == entity_id)
+        params["p_entity_id"] = entity_id
     if memory_type is not None:
-        query = query.where(memories.c.memory_type == memory_type)
-    for tag in wanted:
-        query = query.where(
-            memories.c.tags.contains(json.dumps(tag, ensure_ascii=False), autoescape=True))
-    with store._connect() as conn:
-        rows = conn.execute(query).all()
-    return [row for row in rows if set(wanted) <= set(json.loads(row.tags))]
+        params["p_memory_type"] = memory_type
+    for n, tag in enumerate(wanted):
+        if n < SQL_TAGS:
+            params[f"p_tag{n}"] = tag_pattern(json.dumps(tag, ensure_ascii=False))
+    return statement, params, wanted
 
 
-def _similarities(store: ReferenceStore, query: str, rows: Sequence[Row[Any]]) -> list[float]:
+def _tagged(rows: Sequence[_Row], wanted: tuple[str, ...]) -> Sequence[_Row]:
+    if not wanted:
+        return rows
+    required = set(wanted)
+    return [row for row in rows if required <= set(json.loads(row[_TAGS]))]
+
+
+def _similarities(store: ReferenceStore, query: str, rows: Sequence[_Row]) -> list[float]:
     if not rows:
         return []
     embedder = store.normalizer.embedder
     if embedder is not None:
-        vectors = embedder([query, *(f"{row.attribute}: {row.value}" for row in rows)])
+        vectors = embedder([query, *(f"{row[_ATTRIBUTE]}: {row[_VALUE]}" for row in rows)])
         if len(vectors) != len(rows) + 1:
             raise InvalidArgument(
                 f"embedder returned {len(vectors)} vector(s) for {len(rows) + 1} texts. "
@@ -234,42 +334,59 @@ def _similarities(store: ReferenceStore, query: str, rows: Sequence[Row[Any]]) -
         normalizer.attribute_key(query))
     result = []
     for row in rows:
-        have = (tokens(fold(row.attribute)) | tokens(row.attr_key)
-                | tokens(fold(row.value)) | tokens(row.value_key))
+        have = _memory_tokens(row[_ATTRIBUTE], row[_ATTR_KEY], row[_VALUE], row[_VALUE_KEY])
         shared = len(wanted & have)
         result.append(shared / math.sqrt(len(wanted) * len(have)) if shared else 0.0)
     return result
 
 
-def _strength_of(row: Row[Any], now: float) -> float:
-    refreshed = float(row.updated_at)
-    if row.last_accessed_at is not None:
-        refreshed = max(refreshed, float(row.last_accessed_at))
-    return strength(float(row.score), float(row.half_life_seconds), now - refreshed)
+@functools.lru_cache(maxsize=4096)
+def _memory_tokens(attribute: str, attr_key: str, value: str, value_key: str) -> frozenset[str]:
+    """The tokens a memory is matched by: a pure function of its four texts, so a search
+    computes them once per distinct memory, not once per search."""
+    return tokens(fold(attribute)) | tokens(attr_key) | tokens(fold(value)) | tokens(value_key)
 
 
-def _hit(row: Row[Any], power: float, similarity: float | None, rank: float) -> Hit:
+def _strength_of(row: _Row, now: float) -> float:
+    refreshed = float(row[_UPDATED_AT])
+    if row[_LAST_ACCESSED_AT] is not None:
+        refreshed = max(refreshed, float(row[_LAST_ACCESSED_AT]))
+    return strength(float(row[_SCORE]), float(row[_HALF_LIFE]), now - refreshed)
+
+
+# What ranks a candidate: its sort key first (best first, then entity, attribute and
+# version, which no two active memories share), then what its Hit is built from.
+_Scored = tuple[tuple[float, float, float, str, str, int], _Row, float, float | None, float]
+
+
+def _scored(row: _Row, power: float, similarity: float | None, rank: float) -> _Scored:
+    key = (-rank, -(similarity or 0.0), -power, row[_ENTITY_ID], row[_ATTRIBUTE],
+           int(row[_VERSION]))
+    return key, row, power, similarity, rank
+
+
+def _best(namespace: str, scored: list[_Scored], limit: int) -> list[Hit]:
+    scored.sort(key=itemgetter(0))
+    return [_hit(namespace, row, power, similarity, rank)
+            for _, row, power, similarity, rank in scored[:limit]]
+
+
+def _hit(namespace: str, row: _Row, power: float, similarity: float | None,
+         rank: float) -> Hit:
     return Hit(
-        namespace=row.namespace,
-        entity_id=row.entity_id,
-        attribute=row.attribute,
-        value=row.value,
-        causal_seq=int(row.causal_seq),
-        version=int(row.version),
-        memory_type=row.memory_type,
-        tags=tuple(json.loads(row.tags)),
-        trust=row.trust,
-        instruction_like=bool(row.instruction_like),
-        access_count=int(row.access_count),
-        score=float(row.score),
+        namespace=namespace,
+        entity_id=row[_ENTITY_ID],
+        attribute=row[_ATTRIBUTE],
+        value=row[_VALUE],
+        causal_seq=int(row[_CAUSAL_SEQ]),
+        version=int(row[_VERSION]),
+        memory_type=row[_MEMORY_TYPE],
+        tags=tuple(json.loads(row[_TAGS])),
+        trust=row[_TRUST],
+        instruction_like=bool(row[_INSTRUCTION_LIKE]),
+        access_count=int(row[_ACCESS_COUNT]),
+        score=float(row[_SCORE]),
         strength=power,
         similarity=similarity,
         rank=rank,
     )
-
-
-def _best(hits: list[Hit], limit: int) -> list[Hit]:
-    hits.sort(key=lambda hit: (
-        -hit.rank, -(hit.similarity or 0.0), -hit.strength, hit.entity_id, hit.attribute,
-        hit.version))
-    return hits[:limit]

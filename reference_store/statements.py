@@ -1,4 +1,6 @@
-"""The write path's SQL: defined with SQLAlchemy Core, run on the driver's own cursor.
+"""The store's hot SQL: defined with SQLAlchemy Core, run on the driver's own cursor.
+
+The write path, the contract read, and search, recall and touch run these.
 
 Building a Core statement with literal ``.values(...)`` on every call costs more than
 SQLite takes to run it: SQLAlchemy has to construct and hash a new statement each time.
@@ -13,18 +15,20 @@ reusing a column's name.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from operator import itemgetter
-from typing import Any
+from typing import Any, Generic, TypeVar
 
-from sqlalchemy import Insert, Table, bindparam, insert, literal_column, select, update
+from sqlalchemy import Insert, Select, Table, bindparam, insert, literal_column, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Dialect
 from sqlalchemy.sql import ClauseElement
 from sqlalchemy.sql.compiler import SQLCompiler
 
 from .schema import entities, memories, operations, tombstones
+
+T = TypeVar("T")
 
 _ns = memories.c.namespace == bindparam("p_namespace")
 _entity = memories.c.entity_id == bindparam("p_entity_id")
@@ -73,6 +77,54 @@ CLOSE_TOMBSTONES = update(tombstones).where(
     tombstones.c.restored_at.is_(None),
 ).values(restored_at=bindparam("p_now"), restore_seq=bindparam("p_restore_seq"),
          restore_op_id=bindparam("p_op_id"))
+
+TOUCH = (
+    update(memories)
+    .where(_ns, _entity, memories.c.attr_key == bindparam("p_attr_key"), _active)
+    .values(access_count=memories.c.access_count + 1, last_accessed_at=bindparam("p_now"))
+    .returning(memories.c.access_count)
+)
+
+CANDIDATE_COLUMNS = (
+    memories.c.entity_id, memories.c.attribute, memories.c.attr_key, memories.c.value,
+    memories.c.value_key, memories.c.causal_seq, memories.c.version, memories.c.memory_type,
+    memories.c.tags, memories.c.trust, memories.c.instruction_like, memories.c.access_count,
+    memories.c.score, memories.c.half_life_seconds, memories.c.updated_at,
+    memories.c.last_accessed_at,
+)
+"""What search and recall read of each active memory, in the order of their rows."""
+
+SQL_TAGS = 4
+"""The most tags a candidate query narrows by in SQL; any further ones, like every one,
+are checked exactly on the rows in Python. Bounding it bounds the shapes compiled."""
+
+TAG_ESCAPE = "/"
+
+
+def candidates(*, entity: bool, memory_type: bool, tags: int) -> Select[Any]:
+    """Active memories of a namespace (``p_namespace``), optionally of one entity
+    (``p_entity_id``), of one type (``p_memory_type``), and whose JSON list of tags
+    holds the ``LIKE`` patterns ``p_tag0``, ``p_tag1``, ... (see :func:`tag_pattern`)."""
+    query = select(*CANDIDATE_COLUMNS).where(_ns, _active)
+    if entity:
+        query = query.where(_entity)
+    if memory_type:
+        query = query.where(memories.c.memory_type == bindparam("p_memory_type"))
+    for n in range(tags):
+        query = query.where(memories.c.tags.like(bindparam(f"p_tag{n}"), escape=TAG_ESCAPE))
+    return query
+
+
+def tag_pattern(encoded: str) -> str:
+    """``LIKE`` pattern for a tag's JSON text anywhere in the list, metacharacters escaped.
+
+    It can still over-match (SQLite's ``LIKE`` ignores ASCII case), which is why the
+    caller checks the decoded list exactly.
+    """
+    escaped = (encoded.replace(TAG_ESCAPE, TAG_ESCAPE * 2).replace("%", TAG_ESCAPE + "%")
+               .replace("_", TAG_ESCAPE + "_"))
+    return f"%{escaped}%"
+
 
 FIRST_OUTCOME = select(operations.c.applied, operations.c.version, operations.c.reason).where(
     operations.c.namespace == bindparam("p_namespace"),
@@ -134,6 +186,26 @@ class Prepared:
         return dict(zip(self.names, values, strict=True))
 
 
+@dataclass(frozen=True, slots=True)
+class Plan(Generic[T]):
+    """A call the store answers with one statement: what to send, and what the rows mean.
+
+    Planning checks the input and may raise before anything is sent; ``finish`` turns
+    the rows into the answer. Sending is the caller's business, which is the point:
+    ``ReferenceStore`` sends a plan on a handle's driver connection, and the HTTP
+    service on PostgreSQL sends it from the event loop, on an asynchronous connection,
+    where a thread would cost more than the statement (``service/pool.py``).
+
+    ``writes`` marks a statement that changes rows: it may wait for a lock, so it is
+    retried on lock contention, and SQLite never runs it on the event loop.
+    """
+
+    statement: Prepared
+    params: dict[str, Any]
+    finish: Callable[[Sequence[tuple[Any, ...]]], T]
+    writes: bool = False
+
+
 def prepare(statement: ClauseElement, dialect: Dialect,
             column_keys: Sequence[str] | None = None) -> Prepared:
     """Compile ``statement`` once; ``column_keys`` names the columns an INSERT sets."""
@@ -166,6 +238,44 @@ def _picker(keys: tuple[str, ...]) -> Callable[[Mapping[str, Any]], tuple[Any, .
     return itemgetter(*keys)
 
 
+class Candidates:
+    """The candidate query of search and recall, each shape compiled on first use.
+
+    Shapes differ by which prefilters a call has (an entity, a memory type, how many
+    tags), so there are at most ``4 × (SQL_TAGS + 1)``. Two threads compiling one shape
+    at once both get a correct statement; the dictionary keeps one.
+    """
+
+    def __init__(self, dialect: Dialect) -> None:
+        self._dialect = dialect
+        self._compiled: dict[tuple[bool, bool, int], Prepared] = {}
+
+    def get(self, *, entity: bool, memory_type: bool, tags: int) -> Prepared:
+        key = (entity, memory_type, min(tags, SQL_TAGS))
+        found = self._compiled.get(key)
+        if found is None:
+            found = prepare(candidates(entity=entity, memory_type=memory_type, tags=key[2]),
+                            self._dialect)
+            if self._dialect.name == "sqlite":
+                found = replace(found, sql=_only_active_rows(found.sql))
+            self._compiled[key] = found
+        return found
+
+
+def _only_active_rows(sql: str) -> str:
+    """Make SQLite read the candidates through the partial index of active rows.
+
+    Without statistics its planner sees two equally good indexes on the namespace, and
+    takes whichever the schema created first, an order that changes from one process
+    to the next. ``memories_by_entity`` walks the namespace's superseded rows too,
+    which makes a search of a load run's namespace a third slower. SQLAlchemy renders
+    no table hints for SQLite, so the clause goes into the compiled text.
+    """
+    hinted = sql.replace("FROM memories ", "FROM memories INDEXED BY memories_one_active ", 1)
+    assert hinted != sql, sql
+    return hinted
+
+
 @dataclass(frozen=True, slots=True)
 class PreparedStatements:
     """Every statement the driver path runs, compiled for one dialect."""
@@ -183,6 +293,8 @@ class PreparedStatements:
     close_tombstones: Prepared
     first_outcome: Prepared
     read_active: Prepared
+    touch: Prepared
+    candidates: Candidates
 
 
 def prepare_all(dialect: Dialect) -> PreparedStatements:
@@ -201,4 +313,6 @@ def prepare_all(dialect: Dialect) -> PreparedStatements:
         close_tombstones=prepare(CLOSE_TOMBSTONES, dialect),
         first_outcome=prepare(FIRST_OUTCOME, dialect),
         read_active=prepare(READ_ACTIVE, dialect),
+        touch=prepare(TOUCH, dialect),
+        candidates=Candidates(dialect),
     )

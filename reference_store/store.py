@@ -16,7 +16,7 @@ import os
 import random
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar
@@ -166,11 +166,7 @@ class ReferenceStore:
 
     def read(self, namespace: str, entity_id: str) -> list[Record]:
         """Active records of one entity, oldest cause first."""
-        with self._driver(write=False) as tx:
-            rows = tx.all(self._sql.read_active,
-                          {"p_namespace": namespace, "p_entity_id": entity_id})
-        return [Record(entity, attribute, value, int(causal_seq), int(version))
-                for entity, attribute, value, causal_seq, version in rows]
+        return self._answer(self._plan_read(namespace, entity_id))
 
     # -- the agent-facing API ---------------------------------------------------------
 
@@ -190,7 +186,7 @@ class ReferenceStore:
 
     def touch(self, namespace: str, entity_id: str, attribute: str) -> int:
         """Count one use of a memory; returns the new access count (0 if none is active)."""
-        return lifecycle.touch(self, namespace, entity_id, attribute)
+        return retrieval.touch(self, namespace, entity_id, attribute)
 
     def forget(self, namespace: str, entity_id: str, attribute: str | None = None) -> int:
         """Archive memories (never a physical delete); returns how many rows were archived."""
@@ -327,11 +323,29 @@ class ReferenceStore:
                                             "p_op_id": op.op_id})
         return Ack(True, version=version)
 
+    # -- calls of one statement ----------------------------------------------------------
+
+    def _plan_read(self, namespace: str, entity_id: str) -> sql.Plan[list[Record]]:
+        """:meth:`read` as a plan (see :class:`~reference_store.statements.Plan`)."""
+        return sql.Plan(self._sql.read_active,
+                        {"p_namespace": namespace, "p_entity_id": entity_id}, _records)
+
+    def _answer(self, plan: sql.Plan[T]) -> T:
+        """Send a plan's one statement, as a transaction of its own, and finish it."""
+        def attempt() -> Sequence[tuple[Any, ...]]:
+            with self._driver(write=plan.writes, single=True) as tx:
+                return tx.all(plan.statement, plan.params)
+
+        return plan.finish(self._retrying(attempt) if plan.writes else attempt())
+
     # -- plumbing -------------------------------------------------------------------
 
-    def _driver(self, *, write: bool) -> DriverTransaction:
-        """A transaction for the prepared statements in ``self._sql``."""
-        return DriverTransaction(self._connections, write=write, serial=self._serial)
+    def _driver(self, *, write: bool, single: bool = False) -> DriverTransaction:
+        """A transaction for the prepared statements in ``self._sql``; ``single`` when it
+        is one statement, which then runs without BEGIN and COMMIT (see
+        :class:`DriverTransaction`)."""
+        return DriverTransaction(self._connections, write=write, serial=self._serial,
+                                 single=single)
 
     @contextmanager
     def _transaction(self) -> Iterator[Connection]:
@@ -385,6 +399,11 @@ class ReferenceStore:
             query = query.where(memories.c.status == status)
         with self._connect() as conn:
             return int(conn.execute(query).scalar_one())
+
+
+def _records(rows: Sequence[tuple[Any, ...]]) -> list[Record]:
+    return [Record(entity, attribute, value, int(causal_seq), int(version))
+            for entity, attribute, value, causal_seq, version in rows]
 
 
 def _transient(error: DBAPIError) -> bool:

@@ -1,30 +1,62 @@
-"""Store handles for concurrent requests: one handle per request in flight, never shared.
+"""Store handles for concurrent requests, and where each request's database work runs.
 
 A :class:`~reference_store.ReferenceStore` handle may move between threads but must not
-be used by two at once. Requests run in worker threads, so the pool lends each one a
-handle of its own and takes it back afterwards. Handles are opened lazily, up to
-``size``; a capacity limiter of the same size admits requests to the threads, so a
-request never waits for a handle, only for its turn.
+be used by two at once. Work that may wait (every write, which can wait for a lock, and
+anything that is not one statement) runs in worker threads, so the event loop never
+waits on the database; the pool lends each piece of work a handle of its own and takes
+it back afterwards. Handles are opened lazily, up to ``size``.
 
-One exception, for a database in this process (a SQLite file): *quick* work, a read of
-one entity, runs on the event loop itself, with one more handle that only the loop
-uses. Such a read takes about 15 µs, and the hop to a worker thread and back costs
-about 55 µs of CPU when idle and more under load, when the threads contend for the GIL:
-under Locust, the service's CPU per read halved once reads stopped hopping
-(docs/performance.md, "HTTP service"). A SQLite reader in WAL mode never waits for a
-writer, so the loop is held for the read alone. A database across a network
-(PostgreSQL) always goes to the threads: its reads wait on the network.
+**Calls of one statement** (:meth:`HandlePool.answer`: the contract read, search,
+recall and touch) skip the threads wherever the database allows, because on a 2-core
+machine the hop to a thread and back, and the threads' contention for the GIL, cost
+more CPU than the statement itself (docs/performance.md, "HTTP service"):
+
+- a database in this process (a SQLite file): a read runs on the event loop with a
+  handle only the loop uses. A SQLite reader in WAL mode never waits for a writer, so
+  the loop is held for the read's own CPU, which it would need the GIL for anyway. A
+  writing statement (touch) may wait for the write lock, so it goes to a thread;
+- PostgreSQL: the loop's handle checks the input and plans the call, and the loop
+  sends its one statement, reading or writing, on an asynchronous connection of its
+  own (:class:`_LoopConnections`), so it waits on the network or on a row lock
+  without holding a thread. A writing statement is not retried there: touch, the only
+  one, updates one row in a statement of its own under READ COMMITTED, which can
+  neither deadlock nor fail to serialize, so none of the store's transient errors can
+  reach it;
+- anything else (a private in-memory SQLite database, which lives in its one
+  connection): a worker thread.
+
+The threads are a :class:`~concurrent.futures.ThreadPoolExecutor` of ``size`` workers,
+reached with ``loop.run_in_executor``, which costs about half the CPU per hop that
+``anyio.to_thread.run_sync`` did. Work waits in the executor's queue for a free worker,
+so at most ``size`` handles are ever lent at once.
+
+**A cancelled request** (its task cancelled, by a server stopping after its grace
+period or by anything else) waits for nothing: its task ends at once. Work it had
+queued and that no worker has started is dropped and never runs, so a write whose
+caller is gone before it began is not applied. Work a worker has started runs to its
+end in that worker, and so every transaction in it commits or rolls back whole; its
+answer is discarded. A statement the loop sent on PostgreSQL is abandoned with its
+connection, which is closed; the server runs it whole or not at all, as a transaction
+of its own (a cancelled touch may or may not have counted). :meth:`HandlePool.close`
+waits for the workers' work before it closes the handles, so stopping the server never
+cuts a write in half.
+
+The pool serves one event loop at a time: asynchronous connections made for a loop
+that has gone are closed when a new loop first reads.
 """
 
 from __future__ import annotations
 
+import asyncio
 import threading
-from collections.abc import Callable
-from typing import TypeVar
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar, cast
 
-import anyio
-import anyio.to_thread
+from sqlalchemy import Engine
+from sqlalchemy.exc import DBAPIError
 
+from ..statements import Plan, Prepared
 from ..store import ReferenceStore
 
 __all__ = ["HandlePool"]
@@ -33,7 +65,11 @@ T = TypeVar("T")
 
 
 class HandlePool:
-    """Up to ``size`` handles onto one database, lent to one worker thread at a time."""
+    """Up to ``size`` handles onto one database, lent to one worker thread at a time.
+
+    ``in_process`` says the database is a file this process opens (SQLite), whose reads
+    may run on the event loop itself.
+    """
 
     def __init__(self, open_handle: Callable[[], ReferenceStore], size: int, *,
                  in_process: bool = False) -> None:
@@ -43,44 +79,77 @@ class HandlePool:
         self._free: list[ReferenceStore] = []
         self._opened = 0
         self._lock = threading.Lock()
-        self._limiter: anyio.CapacityLimiter | None = None
+        self._workers = ThreadPoolExecutor(size, thread_name_prefix="memcert-store")
         self._loop_handle: ReferenceStore | None = None
+        self._remote: _LoopConnections | None = None
+        self._threads_only = False
 
     @property
     def opened(self) -> int:
-        """Handles opened so far (in use or idle)."""
+        """Handles opened so far (in use or idle); the loop's connections to PostgreSQL
+        are not handles and are not counted."""
         return self._opened
 
     def warm(self) -> None:
         """Open one handle now, so an unreachable database fails the start, not a request;
-        with an in-process database, it is the event loop's own."""
-        handle = self._take()
-        if self.in_process and self._loop_handle is None:
-            self._loop_handle = handle
-        else:
-            self._give(handle)
+        where reads run on the loop, it is the loop's own."""
+        self._loop_side()
 
-    async def run(self, work: Callable[[ReferenceStore], T], *, quick: bool = False) -> T:
+    async def run(self, work: Callable[[ReferenceStore], T]) -> T:
         """Run ``work`` with a handle of its own in a worker thread.
 
-        ``quick`` work (it must not block: a read of one entity) runs on the event loop
-        instead when the database is in this process; see the module's docstring.
+        If the caller is cancelled, it does not wait for ``work`` (see the module's
+        docstring for what becomes of the work).
         """
-        if quick and self.in_process:
-            if self._loop_handle is None:
-                self._loop_handle = self._take()
-            return work(self._loop_handle)
-        if self._limiter is None:
-            self._limiter = anyio.CapacityLimiter(self.size)
-        return await anyio.to_thread.run_sync(self._lend, work, limiter=self._limiter)
+        return await asyncio.get_running_loop().run_in_executor(self._workers, self._lend, work)
+
+    async def answer(self, plan: Callable[[ReferenceStore], Plan[T]]) -> T:
+        """Answer the call of one statement ``plan`` makes with a handle, where it costs
+        least (see the module's docstring).
+
+        ``plan`` only checks input and builds the statement, so it may raise for bad
+        input before anything is sent.
+        """
+        handle = self._loop_side()
+        if handle is None:
+            return await self.run(lambda store: store._answer(plan(store)))
+        planned = plan(handle)
+        if self._remote is not None:
+            rows = await self._remote.all(planned.statement, planned.params)
+            return planned.finish(rows)
+        if planned.writes:
+            return await self.run(lambda store: store._answer(plan(store)))
+        return handle._answer(planned)
 
     def close(self) -> None:
-        """Close every idle handle; call it once the server has finished its requests."""
+        """Wait for the work the workers have started, drop the rest, close every handle.
+
+        Call it once the server has stopped taking requests; the pool runs nothing after.
+        """
+        self._workers.shutdown(wait=True, cancel_futures=True)
+        if self._remote is not None:
+            self._remote.close()
         with self._lock:
             free, self._free = self._free, []
             loop, self._loop_handle = self._loop_handle, None
+            self._threads_only = True  # so a late call meets the closed executor
         for handle in (*free, *([] if loop is None else [loop])):
             handle.close()
+
+    def _loop_side(self) -> ReferenceStore | None:
+        """The event loop's own handle, opened on first use; None where reads go to the
+        threads (a handle opened to find that out is kept for them)."""
+        if self._loop_handle is None and not self._threads_only:
+            handle = self._take()
+            if self.in_process:
+                self._loop_handle = handle
+            elif handle.engine.dialect.name == "postgresql":
+                self._remote = _LoopConnections(handle.engine, self.size)
+                self._loop_handle = handle
+            else:
+                self._threads_only = True
+                self._give(handle)
+        return self._loop_handle
 
     def _lend(self, work: Callable[[ReferenceStore], T]) -> T:
         handle = self._take()
@@ -104,3 +173,91 @@ class HandlePool:
     def _give(self, handle: ReferenceStore) -> None:
         with self._lock:
             self._free.append(handle)
+
+
+class _LoopConnections:
+    """Asynchronous connections to PostgreSQL on which the event loop sends single
+    statements, each a transaction of its own (autocommit).
+
+    They are made as the store's engine makes its own (same connection arguments, same
+    type adapters), so a row comes back exactly as on a handle. At most ``size`` are
+    in use at once; they open on first need and stay open. A connection whose statement
+    failed, or was cancelled midway, is closed rather than reused. A connection found
+    dead by its first statement after sitting idle (the server restarted, or dropped
+    it) is replaced and the statement sent again, as :class:`DriverTransaction` does on
+    a handle: a read that never reached the server can be sent twice. Failures are
+    raised as SQLAlchemy's ``DBAPIError``, so the service answers them as it answers a
+    handle's.
+    """
+
+    def __init__(self, engine: Engine, size: int) -> None:
+        self._dialect = engine.dialect
+        self._error: type[Exception] = self._dialect.loaded_dbapi.Error
+        self._connect_args, params = self._dialect.create_connect_args(engine.url)
+        self._connect_params = {**params, "autocommit": True}
+        self._size = size
+        self._free: list[Any] = []
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._slots: asyncio.Semaphore | None = None
+
+    async def all(self, statement: Prepared, params: dict[str, Any]
+                  ) -> Sequence[tuple[Any, ...]]:
+        loop = asyncio.get_running_loop()
+        if self._slots is None or loop is not self._loop:
+            self.close()
+            self._loop, self._slots = loop, asyncio.Semaphore(self._size)
+        async with self._slots:
+            idle = bool(self._free)
+            connection = self._free.pop() if idle else await self._connect(statement)
+            try:
+                rows = await self._send(connection, statement, params)
+            except self._error as error:
+                dead = bool(self._dialect.is_disconnect(cast(Any, error), connection, None))
+                await connection.close()
+                if not (idle and dead):
+                    raise self._wrap(error, statement, params, dead) from error
+                connection = await self._connect(statement)
+                try:
+                    rows = await self._send(connection, statement, params)
+                except self._error as again:
+                    await connection.close()
+                    raise self._wrap(again, statement, params, True) from again
+                except BaseException:
+                    await connection.close()
+                    raise
+            except BaseException:
+                await connection.close()
+                raise
+            self._free.append(connection)
+            return rows
+
+    def close(self) -> None:
+        """Close the idle connections; callable with no loop running."""
+        free, self._free = self._free, []
+        for connection in free:
+            # AsyncConnection.close() only finishes the libpq connection, which needs
+            # no loop; the loop the connection was made on may have ended.
+            connection.pgconn.finish()
+
+    async def _connect(self, statement: Prepared) -> Any:
+        dbapi = self._dialect.loaded_dbapi
+        try:
+            return await dbapi.AsyncConnection.connect(*self._connect_args,
+                                                       **self._connect_params)
+        except self._error as error:
+            raise self._wrap(error, statement, None, True) from error
+
+    @staticmethod
+    async def _send(connection: Any, statement: Prepared, params: dict[str, Any]
+                    ) -> Sequence[tuple[Any, ...]]:
+        async with connection.cursor() as cursor:
+            await cursor.execute(statement.sql, statement.parameters(params))
+            rows: Sequence[tuple[Any, ...]] = await cursor.fetchall()
+            return rows
+
+    def _wrap(self, error: Exception, statement: Prepared, params: dict[str, Any] | None,
+              dead: bool) -> Exception:
+        wrapped = DBAPIError.instance(statement.sql, params, error, self._error,
+                                      dialect=self._dialect, connection_invalidated=dead)
+        assert isinstance(wrapped, Exception)
+        return wrapped

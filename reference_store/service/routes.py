@@ -1,4 +1,8 @@
-"""The handlers: read a body, let the store decide in a worker thread, answer in JSON.
+"""The handlers: read a body, let the store decide, answer in JSON.
+
+The store works in a worker thread, except for the calls of one statement (read,
+search, recall, touch), which the pool answers from the event loop where the database
+allows (``pool.py``).
 
 Each handler refuses bad input before the store opens a transaction (the store's own
 checks run first thing inside the call, and raise before any write), so a 4xx always
@@ -20,6 +24,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from invariants.errors import InvalidArgument, InvalidInput
 
+from ..retrieval import plan_recall, plan_search, plan_touch
 from ..store import ReferenceStore
 from ..validation import check_namespace
 from . import wire
@@ -88,8 +93,7 @@ class Routes:
 
     async def read(self, request: Request) -> Response:
         namespace, entity_id = wire.parse_read(await self._body(request, "read"))
-        records = await self.pool.run(lambda store: store.read(namespace, entity_id),
-                                      quick=True)
+        records = await self.pool.answer(lambda store: store._plan_read(namespace, entity_id))
         return JSONResponse({"records": [wire.record_body(r) for r in records]})
 
     async def reset(self, request: Request) -> Response:
@@ -103,23 +107,24 @@ class Routes:
         body = await self._body(request, "search")
         listing = wire.parse_listing(body)
         query = body["query"]
-        hits = await self.pool.run(lambda store: store.search(
-            listing.namespace, query, tags=listing.tags, memory_type=listing.memory_type,
-            limit=listing.limit))
+        hits = await self.pool.answer(lambda store: plan_search(
+            store, listing.namespace, query, tags=listing.tags,
+            memory_type=listing.memory_type, limit=listing.limit))
         return JSONResponse({"hits": [wire.hit_body(hit) for hit in hits]})
 
     async def recall(self, request: Request) -> Response:
         body = await self._body(request, "recall")
         listing = wire.parse_listing(body)
         entity_id = body.get("entity_id")
-        hits = await self.pool.run(lambda store: store.recall(
-            listing.namespace, entity_id=entity_id, tags=listing.tags,
+        hits = await self.pool.answer(lambda store: plan_recall(
+            store, listing.namespace, entity_id=entity_id, tags=listing.tags,
             memory_type=listing.memory_type, limit=listing.limit))
         return JSONResponse({"hits": [wire.hit_body(hit) for hit in hits]})
 
     async def touch(self, request: Request) -> Response:
         namespace, entity_id, attribute = wire.parse_touch(await self._body(request, "touch"))
-        count = await self.pool.run(lambda store: store.touch(namespace, entity_id, attribute))
+        count = await self.pool.answer(
+            lambda store: plan_touch(store, namespace, entity_id, attribute))
         return JSONResponse({"access_count": count})
 
     async def forget(self, request: Request) -> Response:

@@ -1,8 +1,11 @@
-"""The write path's driver transactions: shared handles, dead connections, query plans.
+"""The driver transactions: shared handles, dead connections, query plans, and single
+statements.
 
-The write path runs prepared statements on a connection each handle keeps; these tests
-pin what that must not change: a handle shared by threads, a server that dropped the
-kept connection, and SQLite using the partial index for the current-record lookup.
+The write path and the one-statement calls (read, search, recall, touch) run prepared
+statements on a connection each handle keeps; these tests pin what that must not
+change: a handle shared by threads, a server that dropped the kept connection, SQLite
+using the partial indexes, and a single statement's transaction of its own that leaves
+the connection as it found it.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import sqlite3
 import threading
 
 import psycopg
+import pytest
 from sqlalchemy.engine import make_url
 
 from invariants.backend import Delete, Restore, Write
@@ -72,3 +76,40 @@ def test_the_current_record_lookup_uses_the_partial_index(sqlite_url: str) -> No
     with sqlite3.connect(path) as conn:
         plan = conn.execute(f"EXPLAIN QUERY PLAN {sql}", ("ns", "e", "city")).fetchall()
     assert "memories_one_active" in plan[0][3]
+
+
+def test_the_candidates_of_search_use_the_partial_index(sqlite_url: str) -> None:
+    with ReferenceStore(sqlite_url) as store:
+        sql = store._sql.candidates.get(entity=False, memory_type=False, tags=0).sql
+        path = make_url(sqlite_url).database
+    with sqlite3.connect(path) as conn:
+        plan = conn.execute(f"EXPLAIN QUERY PLAN {sql}", ("ns",)).fetchall()
+    assert "memories_one_active" in plan[0][3]
+
+
+def test_a_single_statement_transaction_refuses_a_second_one(db_url: str) -> None:
+    key = {"p_namespace": "ns", "p_entity_id": "e"}
+    with ReferenceStore(db_url) as store:
+        with pytest.raises(RuntimeError) as caught, \
+                store._driver(write=False, single=True) as tx:
+            tx.all(store._sql.read_active, key)
+            tx.all(store._sql.read_active, key)
+        assert store.read("ns", "e") == []
+    assert str(caught.value) == (
+        f"a single-statement transaction was given a second statement "
+        f"({store._sql.read_active.sql!r}); open the DriverTransaction with single=False")
+
+
+def test_a_single_statement_leaves_the_kept_connection_to_transactions(
+        fresh_pg_url: str) -> None:
+    """Reads run in autocommit; the write that follows on the same connection must
+    still be one transaction, or a failed write would leave half its rows."""
+    with ReferenceStore(fresh_pg_url) as store:
+        store.write(Write("ns", "e", "city", "Paris", 1, "w1"))
+        assert store.touch("ns", "e", "city") == 1
+        assert [r.value for r in store.read("ns", "e")] == ["Paris"]
+        kept = store._connections.acquire()
+        try:
+            assert kept.driver_connection.autocommit is False
+        finally:
+            store._connections.release(kept)

@@ -11,7 +11,7 @@ from sqlalchemy import select
 from invariants.backend import Delete, Write
 from invariants.errors import InvalidInput
 from reference_store import ReferenceStore
-from reference_store.lifecycle import forget, touch
+from reference_store.lifecycle import forget
 from reference_store.schema import memories
 
 _ids = itertools.count(1)
@@ -58,30 +58,30 @@ def rows(store, entity, ns="ns"):
 def test_touch_counts_and_stamps_the_access(store, clock):
     put(store, "u1", "city", "lives in Oslo")
     clock.now = 6_000.0
-    assert touch(store, "ns", "u1", "city") == 1
+    assert store.touch("ns", "u1", "city") == 1
     clock.now = 7_000.0
-    assert touch(store, "ns", "u1", "city") == 2
+    assert store.touch("ns", "u1", "city") == 2
     assert rows(store, "u1") == [("city", "active", 2, 7_000.0, 5_000.0, 1)]
 
 
 def test_touch_finds_the_record_under_any_variant_of_its_name(store):
     put(store, "u1", "coffee_preference", "likes americano")
-    assert touch(store, "ns", "u1", "Coffee Preference") == 1
-    assert touch(store, "ns", "u1", "coffee-preference") == 2
+    assert store.touch("ns", "u1", "Coffee Preference") == 1
+    assert store.touch("ns", "u1", "coffee-preference") == 2
 
 
 def test_touch_changes_nothing_an_agent_reads(store):
     put(store, "u1", "city", "lives in Oslo")
     before = store.read("ns", "u1")
-    touch(store, "ns", "u1", "city")
+    store.touch("ns", "u1", "city")
     assert store.read("ns", "u1") == before
 
 
 def test_touch_only_counts_the_active_version(store):
     put(store, "u1", "city", "lives in Oslo")
-    touch(store, "ns", "u1", "city")
+    store.touch("ns", "u1", "city")
     put(store, "u1", "city", "lives in Rome")
-    assert touch(store, "ns", "u1", "city") == 1
+    assert store.touch("ns", "u1", "city") == 1
     assert [(status, count) for _, status, count, *_ in rows(store, "u1")] == [
         ("superseded", 1), ("active", 1)]
 
@@ -97,7 +97,7 @@ def test_touch_without_an_active_record_returns_zero(store, gone):
     if gone == "other key":
         put(store, "u1", "job", "nurse")
         put(store, "u1", "city", "lives in Oslo", ns="elsewhere")
-    assert touch(store, "ns", "u1", "city") == 0
+    assert store.touch("ns", "u1", "city") == 0
     assert all(count == 0 for _, _, count, *_ in rows(store, "u1"))
 
 
@@ -113,7 +113,7 @@ def test_no_touch_is_lost_under_concurrency(db_url):
         try:
             with ReferenceStore(db_url) as handle:
                 barrier.wait()
-                results[k] = [touch(handle, "ns", "u1", "city") for _ in range(touches)]
+                results[k] = [handle.touch("ns", "u1", "city") for _ in range(touches)]
         except BaseException as error:
             errors.append(error)
 
@@ -175,9 +175,9 @@ def test_forget_stays_in_its_namespace(store):
 
 
 @pytest.mark.parametrize(("call", "field"), [
-    (lambda s: touch(s, "bad ns", "u1", "city"), "namespace"),
-    (lambda s: touch(s, "ns", " ", "city"), "entity_id"),
-    (lambda s: touch(s, "ns", "u1", "nul\x00"), "attribute"),
+    (lambda s: s.touch("bad ns", "u1", "city"), "namespace"),
+    (lambda s: s.touch("ns", " ", "city"), "entity_id"),
+    (lambda s: s.touch("ns", "u1", "nul\x00"), "attribute"),
     (lambda s: forget(s, "ns%", "u1"), "namespace"),
     (lambda s: forget(s, "ns", ""), "entity_id"),
     (lambda s: forget(s, "ns", "u1", "   "), "attribute"),

@@ -11,7 +11,7 @@ import pytest
 from invariants.backend import Delete, Write
 from invariants.errors import InvalidArgument, InvalidInput
 from reference_store import ReferenceStore, StoreConfig, WriteOptions
-from reference_store.lifecycle import forget, touch
+from reference_store.lifecycle import forget
 from reference_store.retrieval import recall, search, strength, tokens
 
 _ids = itertools.count()
@@ -127,7 +127,7 @@ def test_touch_refreshes_strength(store, clock):
     put(store, "u1", "city", "lives in Oslo", half_life_seconds=HOUR)
     clock.now += 2 * HOUR
     assert search(store, "ns", "Oslo")[0].strength == pytest.approx(0.25)
-    touch(store, "ns", "u1", "city")
+    store.touch("ns", "u1", "city")
     clock.now += HOUR
     assert search(store, "ns", "Oslo")[0].strength == pytest.approx(0.5)
 

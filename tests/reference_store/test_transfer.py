@@ -11,7 +11,7 @@ from sqlalchemy import select
 
 from invariants.backend import Delete, Restore, Write
 from reference_store import ReferenceStore, StoreConfig, WriteOptions
-from reference_store.lifecycle import forget, touch
+from reference_store.lifecycle import forget
 from reference_store.schema import memories
 from reference_store.transfer import KINDS, ImportReport, Rejection, export_jsonl, import_jsonl
 
@@ -39,7 +39,7 @@ def fill(store: ReferenceStore) -> None:
     w("u1", "city", "lives in Oslo")
     w("u1", "city", "lives in Rome")
     w("u1", "City", "LIVES IN ROME")
-    touch(store, "alpha", "u1", "city")
+    store.touch("alpha", "u1", "city")
     w("u1", "coffee_preference", "喜欢美式 ☕ שלום \u200d",
       options=WriteOptions(tags=("drink", 'quote "q"', "50%", "日常"), score=0.75,
                            half_life_seconds=math.inf))
