@@ -102,6 +102,7 @@ __all__ = [
     "inmemory_factory",
     "inmemory_search",
     "inmemory_search_factory",
+    "minilm_index",
     "postgres",
     "postgres_factory",
     "search_query",
@@ -269,20 +270,26 @@ def inmemory_search() -> StoreFactory:
     """Handles onto one ``InMemoryStore`` with a MiniLM vector index, read through its
     semantic search too; the model is loaded on the first call."""
     return StoreFactory("InMemoryStore with a MiniLM index",
-                        lambda: nullcontext(InMemoryStore(index=_minilm_index())),
+                        lambda: nullcontext(InMemoryStore(index=minilm_index())),
                         shared=True, shares_across_processes=False, search=True)
 
 
-def _minilm_index() -> IndexConfig:
-    """LangGraph's index over the fact's text, embedded by the model memcert already
-    ships for its semantic level, so that one copy of the weights serves both.
+def minilm_index(fields: list[str] | None = None) -> IndexConfig:
+    """LangGraph's index over ``fields`` of each item (the fact's text unless told
+    otherwise; ``[]`` for LangGraph's default, the whole item), embedded by the model
+    memcert already ships for its semantic level, so that one copy of the weights
+    serves both.
 
     Imported here, not at the top: the model needs torch, and the listing profiles
     must not pay for it.
     """
     from reference_store.normalize import minilm
 
-    return {"dims": EMBEDDING_DIMS, "embed": minilm.load(), "fields": ["value"]}
+    config: IndexConfig = {"dims": EMBEDDING_DIMS, "embed": minilm.load()}
+    wanted = ["value"] if fields is None else fields
+    if wanted:
+        config["fields"] = wanted
+    return config
 
 
 def sqlite(path: str | os.PathLike[str] | None = None) -> StoreFactory:
@@ -319,7 +326,7 @@ def sqlite_search(path: str | os.PathLike[str] | None = None) -> StoreFactory:
         conn = _extension_capable_sqlite().connect(
             str(_sqlite_path(path)), check_same_thread=False, isolation_level=None)
         try:
-            yield SqliteStore(conn, index=_minilm_index())
+            yield SqliteStore(conn, index=minilm_index())
         finally:
             conn.close()
 

@@ -34,19 +34,31 @@ How the contract maps onto the tools:
   :data:`~invariants.adapters.langgraph.LISTING_LIMIT` (the tool's default is 10), and the
   records are parsed from the JSON text the tool returns: what the agent is served, in
   the order it is served. ``Record.version`` is 0: memories carry no version.
+- **read, with search** (:data:`search_factory`): the store has a MiniLM vector index
+  with LangGraph's default fields (the whole memory), as LangMem's own examples set one
+  up, and a read is that listing and then a second ``search_memory`` call whose query
+  is :func:`~invariants.adapters.langgraph.search_query`, with the same limit, so every
+  memory the index reaches is served whatever the wording. The records are the
+  listing's, then each memory only the search returned; one both return with the same
+  content is one record. Two tool calls, as an agent makes them: nothing holds the
+  store still between them.
 - **reset** empties the store through the LangGraph adapter.
 
 The store is an ``InMemoryStore`` shared by every handle of the process, as in
-LangMem's own examples; :func:`over` builds a factory over any LangGraph store factory.
+LangMem's own examples; :func:`over` builds a factory over any LangGraph store factory::
+
+    memcert certify invariants.adapters.langmem:search_factory   # with the index
 """
 
 from __future__ import annotations
 
 import json
+from contextlib import nullcontext
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
+from langgraph.store.memory import InMemoryStore
 from langmem import (  # type: ignore[import-untyped]
     create_manage_memory_tool,
     create_search_memory_tool,
@@ -55,10 +67,18 @@ from pydantic import BaseModel
 
 from invariants.backend import Ack, Delete, Record, Restore, Write
 
-from .langgraph import LISTING_LIMIT, ROOT, LangGraphBackend, StoreFactory, entity_namespace
+from .langgraph import (
+    LISTING_LIMIT,
+    ROOT,
+    LangGraphBackend,
+    StoreFactory,
+    entity_namespace,
+    minilm_index,
+    search_query,
+)
 from .langgraph import inmemory as _inmemory
 
-__all__ = ["LangMemBackend", "LangMemFactory", "Memory", "factory", "over"]
+__all__ = ["LangMemBackend", "LangMemFactory", "Memory", "factory", "over", "search_factory"]
 
 NAMESPACE_TEMPLATE = (ROOT, "{memcert_namespace}", "{memcert_entity}")
 
@@ -74,10 +94,12 @@ class Memory(BaseModel):
 
 class LangMemBackend:
     """A handle that drives LangMem's two tools (``manage_tool``, ``search_tool``) over
-    the LangGraph ``store`` of one handle from :mod:`.langgraph`."""
+    the LangGraph ``store`` of one handle from :mod:`.langgraph`; with ``search``, reads
+    also query the store's index through the search tool."""
 
-    def __init__(self, handle: LangGraphBackend) -> None:
+    def __init__(self, handle: LangGraphBackend, *, search: bool = False) -> None:
         self._handle = handle
+        self.search = search
         self.store = handle.store
         self.manage_tool: BaseTool = create_manage_memory_tool(
             NAMESPACE_TEMPLATE, schema=Memory, store=self.store)
@@ -111,8 +133,14 @@ class LangMemBackend:
                                   "and has no restore")
 
     def read(self, namespace: str, entity_id: str) -> list[Record]:
+        config = _config(namespace, entity_id)
+        served = self._memories(config)
+        if self.search:
+            seen = [(m["key"], m["value"]) for m in served]
+            served += [m for m in self._memories(config, search_query(entity_id))
+                       if (m["key"], m["value"]) not in seen]
         records = []
-        for memory in self._memories(_config(namespace, entity_id)):
+        for memory in served:
             content = memory["value"]["content"]
             records.append(Record(entity_id, content["attribute"], content["value"],
                                   content["causal_seq"], 0))
@@ -124,8 +152,8 @@ class LangMemBackend:
     def close(self) -> None:
         self._handle.close()
 
-    def _memories(self, config: RunnableConfig) -> list[dict[str, Any]]:
-        text = self.search_tool.invoke({"query": "", "limit": LISTING_LIMIT}, config=config)
+    def _memories(self, config: RunnableConfig, query: str = "") -> list[dict[str, Any]]:
+        text = self.search_tool.invoke({"query": query, "limit": LISTING_LIMIT}, config=config)
         memories: list[dict[str, Any]] = json.loads(text)
         return memories
 
@@ -133,8 +161,9 @@ class LangMemBackend:
 class LangMemFactory:
     """A backend factory: each call returns LangMem's tools over a new store handle."""
 
-    def __init__(self, stores: StoreFactory) -> None:
+    def __init__(self, stores: StoreFactory, *, search: bool = False) -> None:
         self.stores = stores
+        self.search = search
 
     def __repr__(self) -> str:
         return f"LangMemFactory({self.stores!r})"
@@ -144,12 +173,13 @@ class LangMemFactory:
         return self.stores.shares_across_processes
 
     def __call__(self) -> LangMemBackend:
-        return LangMemBackend(self.stores())
+        return LangMemBackend(self.stores(), search=self.search)
 
 
-def over(stores: StoreFactory) -> LangMemFactory:
-    """LangMem's tools over the stores of any factory from :mod:`.langgraph`."""
-    return LangMemFactory(stores)
+def over(stores: StoreFactory, *, search: bool = False) -> LangMemFactory:
+    """LangMem's tools over the stores of any factory from :mod:`.langgraph`; ``search``
+    reads through the store's index too, which the store must have."""
+    return LangMemFactory(stores, search=search)
 
 
 def _config(namespace: str, entity_id: str) -> RunnableConfig:
@@ -159,3 +189,11 @@ def _config(namespace: str, entity_id: str) -> RunnableConfig:
 
 factory = over(_inmemory())
 """LangMem's tools over one ``InMemoryStore`` of this process."""
+
+search_factory = over(
+    StoreFactory("InMemoryStore with a MiniLM index over whole memories",
+                 lambda: nullcontext(InMemoryStore(index=minilm_index([]))),
+                 shared=True, shares_across_processes=False),
+    search=True)
+"""The same tools over one ``InMemoryStore`` with a vector index, read through it too;
+the model loads on the first handle."""

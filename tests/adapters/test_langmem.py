@@ -94,3 +94,66 @@ def test_certify_langmem_leaves_a_complete_reproducible_report(tmp_path):
     saved = certify_briefly(spec, tmp_path / "out")
     assert_complete(saved, spec, tmp_path / "out")
     assert_reproducible(saved, tmp_path / "out")
+
+
+@pytest.fixture(scope="module")
+def index():
+    from invariants.adapters.langgraph import minilm_index
+
+    return minilm_index([])
+
+
+def test_the_search_profile_serves_each_memory_once_through_both_reads(index):
+    from langgraph.store.memory import InMemoryStore
+
+    from invariants.adapters.langgraph import LangGraphBackend
+
+    handle = LangMemBackend(LangGraphBackend(InMemoryStore(index=index)), search=True)
+    handle.write(write("city", "lives in Paris", 1))
+    handle.write(write("City", "lives in Rome", 2))
+    handle.write(write("job", "works as a doctor", 3))
+    assert handle.read("ns", "alice") == [
+        Record("alice", "city", "lives in Paris", 1, 0),
+        Record("alice", "City", "lives in Rome", 2, 0),
+        Record("alice", "job", "works as a doctor", 3, 0)]
+    handle.delete(Delete("ns", "alice", 4, "d4"))
+    assert handle.read("ns", "alice") == []
+
+
+def test_a_memory_only_the_search_serves_reaches_the_records(index):
+    """A store whose semantic search keeps serving deleted memories: the read passes them
+    on, so the checkers see the resurrection; the listing profile never asks."""
+    from langgraph.store.base import PutOp, SearchItem, SearchOp
+    from langgraph.store.memory import InMemoryStore
+
+    from invariants.adapters.langgraph import LangGraphBackend
+
+    class RemembersDeleted(InMemoryStore):
+        def __init__(self, **kwargs) -> None:
+            super().__init__(**kwargs)
+            self.ghosts: list = []
+
+        def batch(self, ops):
+            ops = list(ops)
+            for op in ops:
+                if isinstance(op, PutOp) and op.value is None:
+                    gone = self.get(op.namespace, op.key)
+                    if gone is not None:
+                        self.ghosts.append(gone)
+            results = super().batch(ops)
+            for k, op in enumerate(ops):
+                if isinstance(op, SearchOp) and op.query:
+                    results[k] = [*results[k], *(
+                        SearchItem(g.namespace, g.key, g.value, g.created_at, g.updated_at,
+                                   score=0.0)
+                        for g in self.ghosts if g.namespace[:len(op.namespace_prefix)]
+                        == op.namespace_prefix)]
+            return results
+
+    store = RemembersDeleted(index=index)
+    searching = LangMemBackend(LangGraphBackend(store), search=True)
+    listing = LangMemBackend(LangGraphBackend(store))
+    searching.write(write("city", "lives in Paris", 1))
+    searching.delete(Delete("ns", "alice", 2, "d2"))
+    assert listing.read("ns", "alice") == []
+    assert searching.read("ns", "alice") == [Record("alice", "city", "lives in Paris", 1, 0)]
