@@ -525,6 +525,28 @@ class _Validator:
             self._add_completion(entry)
         self.last_time = entry.time_ns
 
+    def add_invocation(self, entry: Entry) -> None:
+        """:meth:`add` for an invocation :class:`HistoryRecorder` built itself: its index
+        is the next one, its ``f`` names its op and it has no result, by construction."""
+        if entry.time_ns < self.last_time or (entry.f == "write") == (entry.meta is None):
+            self.add(entry)  # the general path names the problem
+            return
+        self._add_invocation(entry)
+        self.last_time = entry.time_ns
+
+    def add_completion(self, entry: Entry, invocation: Entry) -> None:
+        """:meth:`add` for a completion :class:`HistoryRecorder` built from
+        ``invocation``, repeating its f, op and meta; anything but the completion of
+        the worker's outstanding invocation takes the general path."""
+        if entry.time_ns < self.last_time or self.outstanding.get(entry.worker) is not invocation:
+            self.add(entry)
+            return
+        _check_result(entry, self._error)  # before any change: a refused entry leaves none
+        del self.outstanding[entry.worker]
+        self.partner[invocation.index] = entry.index
+        self.partner.append(invocation.index)
+        self.last_time = entry.time_ns
+
     def _add_invocation(self, entry: Entry) -> None:
         if entry.result is not None:
             raise self._error(
@@ -541,7 +563,7 @@ class _Validator:
         self.partner.append(-1)
 
     def _add_completion(self, entry: Entry) -> None:
-        inv = self.outstanding.pop(entry.worker, None)
+        inv = self.outstanding.get(entry.worker)
         if inv is None:
             raise self._error(
                 entry,
@@ -560,6 +582,7 @@ class _Validator:
                 "Copy the invocation's f, op and meta into its completion.",
             )
         _check_result(entry, self._error)
+        del self.outstanding[entry.worker]  # only now: a refused entry changes nothing
         self.partner[inv.index] = entry.index
         self.partner.append(inv.index)
 
@@ -1040,20 +1063,9 @@ class HistoryRecorder:
             )
         with self._lock:
             validator = self._validator
-            partner = validator.partner
-            entry = Entry(len(partner), worker, self._clock(), "invoke", f, op, None, meta)
-            # The validator's checks, in line (a run makes this call per operation), for
-            # an entry built here: its index is the next one, f names its op and it has
-            # no result by construction. Anything unusual takes the general path, which
-            # names the problem.
-            outstanding = validator.outstanding
-            if (entry.time_ns < validator.last_time or (f == "write") == (meta is None)
-                    or worker in outstanding):
-                validator.add(entry)  # the general path names the problem
-            else:
-                outstanding[worker] = entry
-                partner.append(-1)
-                validator.last_time = entry.time_ns
+            index = len(validator.partner)
+            entry = Entry(index, worker, self._clock(), "invoke", f, op, None, meta)
+            validator.add_invocation(entry)
             self._publish(entry, worker, None)
             return entry
 
@@ -1092,10 +1104,8 @@ class HistoryRecorder:
         worker = invocation.worker
         with self._lock:
             validator = self._validator
-            partner = validator.partner
-            index = len(partner)
             entry = Entry(
-                index,
+                len(validator.partner),
                 worker,
                 self._clock(),
                 etype,
@@ -1104,19 +1114,7 @@ class HistoryRecorder:
                 result,
                 invocation.meta,
             )
-            # Likewise for the completion of the worker's outstanding invocation, which
-            # repeats its f, op and meta; an ok write's Ack(applied=True) is settled here.
-            outstanding = validator.outstanding
-            if entry.time_ns < validator.last_time or outstanding.get(worker) is not invocation:
-                validator.add(entry)
-            else:
-                if not (etype == "ok" and type(result) is Ack and result.applied is True
-                        and entry.f != "read"):
-                    _check_result(entry, validator._error)
-                del outstanding[worker]
-                partner[invocation.index] = index
-                partner.append(invocation.index)
-                validator.last_time = entry.time_ns
+            validator.add_completion(entry, invocation)
             self._publish(entry, worker, invocation)
             return entry
 
