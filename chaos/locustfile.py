@@ -55,9 +55,16 @@ from chaos.load_merge import Clocks, Merger, to_local, write_entries
 from chaos.load_mix import HybridClock, Keyspace, UserScript
 from chaos.metrics import Exporter, LoadMetrics, MetricsOptions, RequestTally
 from invariants.adapters.http import DEFAULT_TIMEOUT_S, HttpBackend
-from invariants.backend import Ack, Delete, Restore, Write
+from invariants.backend import Ack, Delete, Restore, Write, send
 from invariants.checkers import CheckerSuite
-from invariants.history import Entry, HistoryRecorder, Paraphrase, Read, WriteMeta
+from invariants.history import (
+    Entry,
+    HistoryRecorder,
+    Paraphrase,
+    Read,
+    WriteMeta,
+    describe_error,
+)
 
 log = logging.getLogger("memcert.load")
 
@@ -404,7 +411,7 @@ class MemoryUser(FastHttpUser):
             records = self.backend.read(namespace, entity_id)
         except BaseException as error:
             # A read that fails tells nothing, whatever the reason: as the runner does.
-            recorder.fail(invocation, _describe(error))
+            recorder.fail(invocation, describe_error(error))
             self._report("read", started, error)
             if not isinstance(error, Exception):
                 raise
@@ -419,21 +426,16 @@ class MemoryUser(FastHttpUser):
         invocation = recorder.invoke(self.worker, op, meta=meta)
         started = time.perf_counter()
         try:
-            if isinstance(op, Write):
-                ack = self.backend.write(op)
-            elif isinstance(op, Delete):
-                ack = self.backend.delete(op)
-            else:
-                ack = self.backend.restore(op)
+            ack = send(self.backend, op)
         except NotImplementedError as error:
             # The service has no restore: it certainly did not happen.
-            recorder.fail(invocation, f"unsupported: {_describe(error)}")
+            recorder.fail(invocation, f"unsupported: {describe_error(error)}")
             self._report(name, started, None)
             return Ack(False, None, "unsupported")
         except BaseException as error:
             # Timeouts, dropped connections, 5xx (OutcomeUnknown), a refusal, or this
             # user killed mid-request: the operation may have been applied.
-            recorder.info(invocation, _describe(error))
+            recorder.info(invocation, describe_error(error))
             self._report(name, started, error)
             if not isinstance(error, Exception):
                 raise
@@ -469,7 +471,3 @@ class MemoryUser(FastHttpUser):
 
     def _post(self, name: str, body: dict[str, Any]) -> None:
         self.client.post(f"/v1/{name}", json=body, name=name, headers=self.headers)
-
-
-def _describe(error: BaseException) -> str:
-    return f"{type(error).__name__}: {error}"

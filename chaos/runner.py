@@ -32,9 +32,10 @@ from invariants.backend import (
     Record,
     Restore,
     Write,
+    send,
 )
 from invariants.errors import InvalidArgument
-from invariants.history import Entry, HistoryRecorder, Payload, Read, WriteMeta
+from invariants.history import Entry, HistoryRecorder, Payload, Read, WriteMeta, describe_error
 
 from .faults import Clock, LamportClock, build_clock, build_faults
 from .plan import Plan, Step
@@ -208,7 +209,7 @@ def _run_step(worker: _Worker, step: Step, recorder: Recorder, shared: Clock,
         try:
             records = worker.backend.read(step.namespace, step.entity_id)
         except Exception as error:  # the outcome of a failed read is simply unknown
-            recorder.fail(invocation, _describe(error))
+            recorder.fail(invocation, describe_error(error))
             return True
         recorder.ok(invocation, records)
         if records:
@@ -229,20 +230,15 @@ def _run_step(worker: _Worker, step: Step, recorder: Recorder, shared: Clock,
         op = Restore(step.namespace, step.entity_id, seq, op_id)
     invocation = recorder.invoke(worker.index, op, meta=meta)
     try:
-        if isinstance(op, Write):
-            ack = worker.backend.write(op)
-        elif isinstance(op, Delete):
-            ack = worker.backend.delete(op)
-        else:
-            ack = worker.backend.restore(op)
+        ack = send(worker.backend, op)
     except NotImplementedError as error:
         if step.kind == "restore":
-            recorder.fail(invocation, f"unsupported: {_describe(error)}")
+            recorder.fail(invocation, f"unsupported: {describe_error(error)}")
             return False
-        recorder.info(invocation, _describe(error))
+        recorder.info(invocation, describe_error(error))
         return True
     except Exception as error:
-        recorder.info(invocation, _describe(error))
+        recorder.info(invocation, describe_error(error))
         return True
     (recorder.ok if ack.applied else recorder.fail)(invocation, ack)
     return True
@@ -260,7 +256,7 @@ def _final_reads(backend: MemoryBackend, plan: Plan, recorder: Recorder,
         try:
             recorder.ok(invocation, backend.read(namespace, entity_id))
         except Exception as error:
-            recorder.fail(invocation, _describe(error))
+            recorder.fail(invocation, describe_error(error))
 
 
 def _fired(backend: object, clock: object) -> dict[str, int]:
@@ -272,8 +268,4 @@ def _fired(backend: object, clock: object) -> dict[str, int]:
                 counts[name] = counts.get(name, 0) + int(getattr(layer, "fired", 0))
             layer = getattr(layer, "inner", None)
     return counts
-
-
-def _describe(error: BaseException) -> str:
-    return f"{type(error).__name__}: {error}"
 

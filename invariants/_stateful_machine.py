@@ -35,9 +35,9 @@ from hypothesis.stateful import (
     rule,
 )
 
-from invariants.backend import BackendFactory, Delete, MemoryBackend, Restore, Write
+from invariants.backend import BackendFactory, Delete, MemoryBackend, Restore, Write, send
 from invariants.checkers import CHECKER_NAMES, CheckerSuite
-from invariants.history import HistoryRecorder, Read, WriteMeta
+from invariants.history import HistoryRecorder, Read, WriteMeta, describe_error
 from invariants.verdict import CheckResult, Validity, Violation, render_explanation
 
 from ._stateful_model import ContractModel
@@ -565,21 +565,16 @@ class BackendMachine(RuleBasedStateMachine):
         """Record the invocation, make the call, record its outcome as the runner does."""
         invocation = self._recorder.invoke(worker, op, meta=meta)
         try:
-            if isinstance(op, Write):
-                ack = backend.write(op)
-            elif isinstance(op, Delete):
-                ack = backend.delete(op)
-            else:
-                ack = backend.restore(op)
+            ack = send(backend, op)
         except NotImplementedError as error:
             if isinstance(op, Restore):
                 self.config.tally.restore_supported = False
-                self._recorder.fail(invocation, f"unsupported: {_describe(error)}")
+                self._recorder.fail(invocation, f"unsupported: {describe_error(error)}")
             else:
-                self._recorder.info(invocation, _describe(error))
+                self._recorder.info(invocation, describe_error(error))
             return
         except Exception as error:  # the outcome is unknown: it may have been applied
-            self._recorder.info(invocation, _describe(error))
+            self._recorder.info(invocation, describe_error(error))
             return
         if ack.applied:
             self._recorder.ok(invocation, ack)
@@ -591,7 +586,7 @@ class BackendMachine(RuleBasedStateMachine):
         try:
             records = backend.read(entity.namespace, entity.entity_id)
         except Exception as error:  # a read that raised tells nothing
-            self._recorder.fail(invocation, _describe(error))
+            self._recorder.fail(invocation, describe_error(error))
             return
         self._recorder.ok(invocation, records)
 
@@ -641,7 +636,3 @@ def _fail(violated: InvariantViolated) -> NoReturn:
     """The one place a violation is raised, whether by a step or by teardown, so that
     Hypothesis sees one failure per checker rather than one per place."""
     raise violated
-
-
-def _describe(error: BaseException) -> str:
-    return f"{type(error).__name__}: {error}"

@@ -78,6 +78,7 @@ __all__ = [
     "Record",
     "Restore",
     "Write",
+    "send",
 ]
 
 
@@ -194,3 +195,14 @@ class MemoryBackend(Protocol):
 
 
 BackendFactory = Callable[[], MemoryBackend]
+
+
+def send(backend: MemoryBackend, op: Operation) -> Ack:
+    """Make the call of ``backend`` that ``op`` asks for: ``write``, ``delete`` or
+    ``restore``. Everything in memcert that drives a backend sends changes through this
+    one mapping, so no driver can pair an operation with another call."""
+    if isinstance(op, Write):
+        return backend.write(op)
+    if isinstance(op, Delete):
+        return backend.delete(op)
+    return backend.restore(op)

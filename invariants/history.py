@@ -56,6 +56,7 @@ __all__ = [
     "Read",
     "Result",
     "WriteMeta",
+    "describe_error",
     "read_history",
 ]
 
@@ -627,6 +628,12 @@ def _check_result(entry: Entry, error: Callable[[Entry, str, str], HistoryError]
     raise error(entry, f"{_what(entry)} has result {res!r}", fix)
 
 
+def describe_error(error: BaseException) -> str:
+    """How a history records an exception: its type and message, one line a reader of
+    ``history.jsonl`` can act on without the traceback."""
+    return f"{type(error).__name__}: {error}"
+
+
 def _what(entry: Entry) -> str:
     """'an ok write', 'a fail read'..., as messages name an entry."""
     return f"{'a' if entry.type == 'fail' else 'an'} {entry.type} {entry.f}"
@@ -1081,8 +1088,8 @@ class HistoryRecorder:
 
     def info(self, invocation: Entry, error: BaseException | str) -> Entry:
         """Record that the outcome is unknown: the operation raised or timed out."""
-        text = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
-        return self._complete(invocation, "info", text)
+        return self._complete(invocation, "info",
+                              error if isinstance(error, str) else describe_error(error))
 
     def history(self) -> History:
         """The entries so far as a :class:`History` (operations in flight included)."""
