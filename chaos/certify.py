@@ -19,7 +19,7 @@ import random
 import shlex
 import shutil
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,14 +34,14 @@ from invariants.history import Entry, HistoryRecorder, Paraphrase, read_history
 from .coverage import backend_errors, measure
 from .factory import REFERENCE, load_factory, probe
 from .faults import LamportClock
-from .report import Report, ScenarioSummary, build_report
+from .report import INVARIANTS, Report, ScenarioSummary, build_report
 from .runner import run_plan
 
 if TYPE_CHECKING:
     from .metrics import Exporter, MetricsOptions
 
-__all__ = ["CertifyOptions", "Progress", "Recording", "Resolved", "certify", "prepare", "replay",
-           "resolve"]
+__all__ = ["CertifyOptions", "Progress", "Recording", "Resolved", "certify", "check_skip",
+           "prepare", "replay", "resolve"]
 
 LEVELS: tuple[Paraphrase, ...] = ("surface", "lexical", "semantic")
 CHECK_RESERVE = 0.15
@@ -65,8 +65,11 @@ class CertifyOptions:
     suite: str = "certify"
     processes: int = 0
     stateful_share: float = STATEFUL_SHARE
+    skip: tuple[str, ...] = ()
+    """Invariants (results.json names) to check and show but leave out of the verdict."""
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "skip", check_skip(self.skip))
         if not self.budget_s > 0:
             raise InvalidArgument(f"budget_s={self.budget_s!r} must be a positive number of "
                                   "seconds; the default is 60.")
@@ -83,6 +86,23 @@ class CertifyOptions:
                 f"stateful_share={self.stateful_share!r} must be between 0 (no stateful "
                 f"phase) and {1 - CHECK_RESERVE - 0.05:.2f}, so the chaos scenarios keep "
                 f"some budget; the default is {STATEFUL_SHARE}.")
+
+
+def check_skip(skip: object) -> tuple[str, ...]:
+    """``skip`` as a tuple in results.json order; a name that is no invariant, or a skip
+    that leaves nothing to certify, is refused before anything runs."""
+    if isinstance(skip, str) or not isinstance(skip, Iterable):
+        raise InvalidArgument(f"skip={skip!r} must be a list of invariant names, e.g. "
+                              "['semantic_normalization'].")
+    names = list(skip)
+    unknown = [name for name in names if name not in INVARIANTS]
+    if unknown:
+        raise InvalidArgument(f"skip names {unknown[0]!r}, which is not an invariant; use "
+                              f"some of {', '.join(INVARIANTS)}.")
+    if set(names) == set(INVARIANTS):
+        raise InvalidArgument("skip names every invariant, which leaves nothing to certify; "
+                              "skip at most five.")
+    return tuple(name for name in INVARIANTS if name in names)
 
 
 class Progress:
@@ -152,7 +172,7 @@ def certify(factory: BackendFactory | str | None = None, options: CertifyOptions
         progress.finish()
         return recording.judge(
             seed=seed, scenarios=summaries, restore_supported=can_restore,
-            started=started, stateful=stateful,
+            started=started, stateful=stateful, skip=options.skip,
             command=_command(backend.spec, seed, options,
                              getattr(backend.factory, "command_args", None)))
 
@@ -232,7 +252,8 @@ class Recording:
         self.recorder.close()
 
     def judge(self, *, seed: int, scenarios: Sequence[ScenarioSummary], restore_supported: bool,
-              started: float, command: str, stateful: Mapping[str, Any] | None = None) -> Report:
+              started: float, command: str, stateful: Mapping[str, Any] | None = None,
+              skip: Sequence[str] = ()) -> Report:
         """Check the saved history with the same checkers, write results.json and
         junit.xml, and push the metrics with the verdict."""
         self.close()
@@ -243,7 +264,8 @@ class Recording:
             coverage=measure(history, [e for s in scenarios for e in s.nemesis]),
             scenarios=scenarios, errors=backend_errors(history),
             restore_supported=restore_supported, history_entries=len(history),
-            elapsed_s=time.monotonic() - started, command=command, stateful=stateful)
+            elapsed_s=time.monotonic() - started, command=command, stateful=stateful,
+            skip=skip)
         report.write(self.out)
         if self.exporter is not None:
             self.exporter.finish(success=report.verdict == "certified",
@@ -291,7 +313,7 @@ def replay(out: Path) -> Report:
         errors=backend_errors(history),
         scenarios=scenarios, restore_supported=saved["restore_supported"],
         history_entries=len(history), elapsed_s=0.0, command=saved["reproduce"],
-        stateful=saved.get("stateful"))
+        stateful=saved.get("stateful"), skip=check_skip(saved.get("skip", ())))
 
 
 def _name_of(factory: Callable[..., object]) -> str:
@@ -318,4 +340,6 @@ def _command(spec: str, seed: int, options: CertifyOptions,
         parts += ["--suite", options.suite]
     if options.stateful_share != STATEFUL_SHARE:
         parts += ["--stateful-share", f"{options.stateful_share:g}"]
+    for name in options.skip:
+        parts += ["--skip", name]
     return shlex.join(parts)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from invariants.errors import MemcertError
 
-from .cli_parser import UsageError, build_parser
+from .cli_parser import UsageError, build_parser, skip_names
 from .report import Report, render_table
 
 if TYPE_CHECKING:
@@ -76,11 +76,12 @@ def _dispatch(args: argparse.Namespace) -> Report:
             return nightly(backend, NightlyOptions(
                 out=Path(args.out), suite=args.suite, budget_s=args.budget, seed=args.seed,
                 level=args.level, workers=args.workers, processes=args.processes,
-                keep=args.keep, stateful_share=args.stateful_share),
+                keep=args.keep, stateful_share=args.stateful_share, skip=skip_names(args)),
                 progress=progress, metrics=metrics).report
     options = CertifyOptions(budget_s=args.budget, seed=args.seed, level=args.level,
                              workers=args.workers, out=Path(args.out), suite=args.suite,
-                             processes=args.processes, stateful_share=args.stateful_share)
+                             processes=args.processes, stateful_share=args.stateful_share,
+                             skip=skip_names(args))
     with _backend(args) as backend:
         return certify(backend, options, progress=progress, metrics=metrics)
 

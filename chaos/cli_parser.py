@@ -11,7 +11,9 @@ import difflib
 import os
 from typing import NoReturn
 
-__all__ = ["UsageError", "build_parser"]
+from .report import INVARIANTS
+
+__all__ = ["UsageError", "build_parser", "skip_names"]
 
 
 class UsageError(Exception):
@@ -70,6 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--suite", default=_env("MEMCERT_SUITE", "certify"), metavar="NAME",
                      help="the scenario suite to run (scenarios/suites/NAME.toml) "
                           "[env MEMCERT_SUITE, default certify]")
+    _add_skip_option(run)
     output = certify.add_argument_group("output")
     output.add_argument("--out", default=_env("MEMCERT_OUT", "memcert-out"), metavar="DIR",
                         help="folder for results.json, history.jsonl, junit.xml "
@@ -105,6 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="wall-clock budget [env MEMCERT_NIGHTLY_BUDGET, default the suite's "
                           "own budget_s]")
     _add_plan_options(job)
+    _add_skip_option(job)
     kept = nightly.add_argument_group("output")
     kept.add_argument("--out", default=_env("MEMCERT_NIGHTLY_OUT", "memcert-nightly"),
                       metavar="DIR",
@@ -328,6 +332,29 @@ def _add_plan_options(group: argparse._ArgumentGroup) -> None:
                        help="share of the budget for the stateful phase, where Hypothesis "
                             "searches for the shortest program that breaks an invariant; 0 "
                             "skips it [env MEMCERT_STATEFUL_SHARE, default 0.2]")
+
+
+def _add_skip_option(group: argparse._ArgumentGroup) -> None:
+    group.add_argument("--skip", action="append", choices=tuple(INVARIANTS), default=None,
+                       metavar="INVARIANT",
+                       help="check and show this invariant but leave it out of the verdict, "
+                            "for a backend that never claimed it (e.g. "
+                            "semantic_normalization for a store that keeps every wording); "
+                            "repeat for more; one of: " + ", ".join(INVARIANTS) +
+                            " [env MEMCERT_SKIP, comma-separated; default none]")
+
+
+def skip_names(args: argparse.Namespace) -> tuple[str, ...]:
+    """``--skip`` as given, or else ``MEMCERT_SKIP``: the command line replaces the
+    environment's list rather than adding to it."""
+    if args.skip is not None:
+        return tuple(args.skip)
+    names = tuple(n.strip() for n in (_env("MEMCERT_SKIP") or "").split(",") if n.strip())
+    for name in names:
+        if name not in INVARIANTS:
+            raise UsageError(f"memcert: MEMCERT_SKIP names {name!r}, which is not an "
+                             f"invariant; use some of {', '.join(INVARIANTS)}")
+    return names
 
 
 def _int_env(name: str) -> int | None:

@@ -76,6 +76,7 @@ class NightlyOptions:
     processes: int = 0
     keep: int = 30
     stateful_share: float = STATEFUL_SHARE
+    skip: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if isinstance(self.keep, bool) or not isinstance(self.keep, int) or self.keep < 0:
@@ -111,8 +112,8 @@ def nightly(factory: Any = None, options: NightlyOptions | None = None, *,
     report = certify(factory, CertifyOptions(
         budget_s=options.budget_s or suite.budget_s, seed=options.seed, level=options.level,
         workers=options.workers, out=folder, suite=options.suite,
-        processes=options.processes, stateful_share=options.stateful_share),
-        progress=progress, metrics=metrics)
+        processes=options.processes, stateful_share=options.stateful_share,
+        skip=options.skip), progress=progress, metrics=metrics)
     page = render_report(report, suite=options.suite, started=started,
                          history=folder / "history.jsonl", workers=options.workers,
                          samples=_samples(registry))
@@ -295,7 +296,8 @@ def render_report(report: Report, *, suite: str, started: datetime, history: Pat
              for checker, metric in VIOLATION_METRICS.items()}
     latency = _latency(samples)
     scenarios = [s.name for s in report.scenarios]
-    title = f"memcert {suite}: {report.backend} — {report.verdict}"
+    skipped = f" ({', '.join(report.skip)} skipped on request)" if report.skip else ""
+    title = f"memcert {suite}: {report.backend} — {report.verdict}{skipped}"
     body = [
         f'<header class="{report.verdict}"><h1>{_e(title)}</h1>',
         f"<p>Started {_e(started.astimezone(UTC).strftime('%Y-%m-%d %H:%M:%S UTC'))}; took "
@@ -529,7 +531,7 @@ header.unknown{border-color:#fd8d3c}
 h1{font-size:1.4em}h2{margin-top:1.6em;border-bottom:1px solid #ddd}
 table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ddd;padding:2px 8px;
 text-align:left;vertical-align:top}tr.fail td,tr.failed td,tr.missing td,td.fail{background:#fde0dd}
-tr.unknown td,td.unknown{background:#fff3d6}
+tr.unknown td,td.unknown{background:#fff3d6}tr.skipped td{color:#737373}
 td a{white-space:nowrap}code,pre{font:12px/1.35 ui-monospace,monospace}
 pre{white-space:pre-wrap;background:#f6f6f6;padding:.5em}
 .charts{display:flex;flex-wrap:wrap;gap:1em}.scenario{border:1px solid #ddd;padding:0 1em 1em}

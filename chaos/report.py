@@ -13,12 +13,17 @@ invariant's ``found_by`` names the phases that found one; ``violations``, ``chec
 and ``rate`` describe the chaos history alone, so that rates stay comparable across
 runs, and a stateful finding adds its explanation to ``examples`` and its program's
 path to ``programs``. The top-level ``stateful`` holds the phase's own outcome.
+
+An invariant the person certifying asked to skip (``skip``, ``--skip``) is still checked
+and its figures still shown, but its verdict is ``skipped`` and the overall verdict
+leaves it out: a store that never meant to fold paraphrases can be certified on the
+rest without its report pretending the fifth was kept.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -50,6 +55,8 @@ INVARIANTS: dict[str, tuple[str, ...]] = {
 InvariantOutcome = Literal["pass", "fail", "unknown", "skipped"]
 Overall = Literal["certified", "failed", "unknown"]
 
+SKIP_NOTE = ("skipped at the certifier's request (--skip): checked and shown, but not part "
+             "of the overall verdict")
 _OUTCOME = {Validity.VALID: "pass", Validity.INVALID: "fail", Validity.UNKNOWN: "unknown"}
 EXAMPLES = 3
 
@@ -126,6 +133,7 @@ class Report:
     command: str
     errors: Mapping[str, tuple[int, str]] = field(default_factory=dict)
     stateful: Mapping[str, Any] | None = None
+    skip: tuple[str, ...] = ()
 
     @property
     def exit_code(self) -> int:
@@ -137,6 +145,7 @@ class Report:
             "seed": self.seed,
             "level": self.level,
             "verdict": self.verdict,
+            "skip": list(self.skip),
             "invariants": {name: v.to_dict() for name, v in self.invariants.items()},
             "checks": {name: c.to_dict() for name, c in self.checks.items()},
             "coverage": dict(self.coverage),
@@ -178,9 +187,11 @@ def build_report(
     command: str,
     errors: Mapping[str, tuple[int, str]] | None = None,
     stateful: Mapping[str, Any] | None = None,
+    skip: Collection[str] = (),
 ) -> Report:
     """Combine checker results, coverage and the stateful phase's findings (the JSON
-    form of :class:`invariants.stateful.StatefulOutcome`) into per-invariant verdicts."""
+    form of :class:`invariants.stateful.StatefulOutcome`) into per-invariant verdicts;
+    the invariants named in ``skip`` are judged, then marked skipped."""
     required = {cond for s in scenarios if not s.not_run for cond in s.requires}
     invariants = {
         name: _with_stateful(
@@ -189,12 +200,15 @@ def build_report(
             names, stateful)
         for name, names in INVARIANTS.items()
     }
+    for name in skip:
+        invariants[name] = replace(invariants[name], verdict="skipped",
+                                   notes=(*invariants[name].notes, SKIP_NOTE))
     outcomes = {v.verdict for v in invariants.values()}
     overall: Overall = ("failed" if "fail" in outcomes
                         else "unknown" if "unknown" in outcomes else "certified")
     return Report(backend, seed, level, overall, invariants, dict(checks), dict(coverage),
                   tuple(scenarios), restore_supported, history_entries, elapsed_s, command,
-                  dict(errors or {}), stateful)
+                  dict(errors or {}), stateful, tuple(n for n in INVARIANTS if n in skip))
 
 
 def _with_stateful(verdict: InvariantVerdict, checkers: tuple[str, ...],
@@ -277,7 +291,9 @@ def _junit(report: Report) -> ElementTree.ElementTree:
             ElementTree.SubElement(case, "error", {
                 "message": f"{name} could not be decided", "type": "unknown"}).text = detail
         elif verdict.verdict == "skipped":
-            ElementTree.SubElement(case, "skipped", {"message": detail or "capability absent"})
+            ElementTree.SubElement(case, "skipped", {
+                "message": f"{name} skipped on request; {verdict.violations} violation(s) "
+                           "found, not judged"}).text = detail
     root = ElementTree.Element("testsuites")
     root.append(suite)
     ElementTree.indent(root)
@@ -317,6 +333,12 @@ def render_table(report: Report) -> str:
             out.extend(f"  {line}" for text in v.examples + v.notes
                        for line in text.splitlines())
             out.append("")
+        elif v.verdict == "skipped":
+            found = (f": {v.violations} violation(s) found, not judged" if v.violations
+                     else ", nothing found")
+            out.append(f"{name}: skipped at your request (--skip){found}")
+            out.extend(f"  {line}" for text in v.examples for line in text.splitlines())
+            out.append("")
     for name, (count, first) in sorted(report.errors.items(), key=lambda kv: -kv[1][0]):
         out.append(f"the backend raised {name} {count} time(s), outcome unknown; first: "
                    f"{first[:160]}")
@@ -326,7 +348,8 @@ def render_table(report: Report) -> str:
     out.extend(f"scenario {s.name} not run: {s.not_run}" for s in skipped)
     if skipped:
         out.append("")
-    out.append(f"verdict: {report.verdict.upper()}")
+    skip = f" ({', '.join(report.skip)} skipped on request)" if report.skip else ""
+    out.append(f"verdict: {report.verdict.upper()}{skip}")
     if report.verdict != "certified":
         out.append(f"reproduce: {report.command}")
     return "\n".join(out)

@@ -22,7 +22,8 @@ def certify(factory: BackendFactory | str | None = None, **options: Any) -> Repo
 
     ``factory`` is a zero-argument callable, a ``package.module:callable`` spec, or None
     for the reference store. ``options`` are those of ``memcert certify``: ``budget_s``,
-    ``seed``, ``level``, ``workers``, ``out`` and ``suite``.
+    ``seed``, ``level``, ``workers``, ``processes``, ``stateful_share``, ``out``,
+    ``suite`` and ``skip`` (invariants to check and show but leave out of the verdict).
     """
     from chaos.certify import CertifyOptions
     from chaos.certify import certify as run
