@@ -254,10 +254,11 @@ class ReferenceStore:
             raise
 
     def _first_outcome(self, namespace: str, op_id: str) -> Ack:
-        with self._driver(write=False) as tx:
-            applied, version, reason = tx.one(self._sql.first_outcome,
-                                              {"p_namespace": namespace, "p_op_id": op_id})
-        return Ack(bool(applied), None if version is None else int(version), reason)
+        """The outcome logged for ``op_id``, read by one statement of its own (one round
+        trip to PostgreSQL, not three): the row is committed, since the insert it
+        refused waited for the transaction that logged it."""
+        return self._answer(sql.Plan(self._sql.first_outcome,
+                                     {"p_namespace": namespace, "p_op_id": op_id}, _ack))
 
     # Each body gets the entity row as the lock returned it: (next_version, deleted,
     # delete_seq, restore_seq), and the clock read once under that lock.
@@ -399,6 +400,11 @@ class ReferenceStore:
             query = query.where(memories.c.status == status)
         with self._connect() as conn:
             return int(conn.execute(query).scalar_one())
+
+
+def _ack(rows: Sequence[tuple[Any, ...]]) -> Ack:
+    ((applied, version, reason),) = rows
+    return Ack(bool(applied), None if version is None else int(version), reason)
 
 
 def _records(rows: Sequence[tuple[Any, ...]]) -> list[Record]:

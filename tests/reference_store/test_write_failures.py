@@ -1,0 +1,266 @@
+"""What a write, delete or restore must keep doing when anything fails, on both databases.
+
+A write is one transaction of up to seven round trips to PostgreSQL. Sending them as a
+pipeline would cut that to two (psycopg's pipeline mode was tried, and cost more CPU in
+the service: docs/performance.md, "HTTP service"), and would move where errors surface:
+a replay's refused insert into ``operations``, or any other failure of a statement
+whose result nobody reads, would come back only with the COMMIT. These tests pin what
+any such change must not alter: a replay gets the first outcome, even when two
+connections race; any other integrity error is raised, as the statement's that failed;
+transient failures are retried, in the first statement and in later ones; a connection
+that dies mid-transaction is reported and leaves nothing half-written; and the round
+trips each kind of operation takes, read from libpq's protocol trace.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+
+import psycopg
+import pytest
+from prometheus_client import CollectorRegistry
+from psycopg import pq
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import IntegrityError, OperationalError
+
+from invariants.backend import Ack, Delete, Record, Restore, Write
+from reference_store import ReferenceStore, StoreConfig
+from reference_store.metrics import StoreMetrics
+
+
+def _libpq(url: str) -> str:
+    return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+def _run_sql(store: ReferenceStore, *statements: str) -> None:
+    with store.engine.begin() as conn:
+        for statement in statements:
+            conn.exec_driver_sql(statement)
+
+
+def _count(store: ReferenceStore, table: str) -> int:
+    with store.engine.connect() as conn:
+        return int(conn.exec_driver_sql(f"SELECT count(*) FROM {table}").scalar_one())
+
+
+def _retries(registry: CollectorRegistry) -> float | None:
+    return registry.get_sample_value("memcert_store_retries_total")
+
+
+def test_a_replayed_op_id_gets_the_first_outcome(db_url: str) -> None:
+    with ReferenceStore(db_url) as store:
+        first = [store.write(Write("ns", "e", "city", "Paris", 1, "w1")),
+                 store.write(Write("ns", "e", "city", "Oslo", 2, "w2")),
+                 store.write(Write("ns", "e", "city", "oslo", 3, "w3")),
+                 store.delete(Delete("ns", "e", 4, "d1")),
+                 store.restore(Restore("ns", "e", 5, "r1"))]
+        assert first == [Ack(True, 1), Ack(True, 2), Ack(True, 2, "merged"), Ack(True, 4),
+                         Ack(True, 5)]
+        # Each replay would be decided differently now (writes older than the delete, a
+        # delete older than the restore, a restore of a live entity) if it ran again.
+        again = [store.write(Write("ns", "e", "city", "Paris", 1, "w1")),
+                 store.write(Write("ns", "e", "city", "Oslo", 2, "w2")),
+                 store.write(Write("ns", "e", "city", "oslo", 3, "w3")),
+                 store.delete(Delete("ns", "e", 4, "d1")),
+                 store.restore(Restore("ns", "e", 5, "r1"))]
+        assert again == first
+        assert (_count(store, "operations"), _count(store, "memories")) == (5, 2)
+        assert store.write(Write("ns", "e", "city", "Rome", 6, "w4")) == Ack(True, 6)
+        assert store.read("ns", "e") == [Record("e", "city", "Rome", 6, 6)]
+
+
+def test_a_replay_racing_on_two_connections_gets_the_first_outcome(
+        fresh_pg_url: str) -> None:
+    """Both writers wait for the entity lock, which the test holds; the second to get it
+    decides on its own (a merge into the first one's record), and learns of the replay
+    only when its insert into the operation log is refused."""
+    op = Write("ns", "e", "city", "Oslo", 2, "w2")
+    with ReferenceStore(fresh_pg_url) as store, \
+            psycopg.connect(_libpq(fresh_pg_url)) as admin, \
+            psycopg.connect(_libpq(fresh_pg_url), autocommit=True) as watch:
+        store.write(Write("ns", "e", "city", "Paris", 1, "w1"))
+        admin.execute("SELECT 1 FROM entities WHERE entity_id = 'e' FOR UPDATE")
+        acks: list[Ack] = []
+        threads = [threading.Thread(target=lambda: acks.append(store.write(op)))
+                   for _ in range(2)]
+        for thread in threads:
+            thread.start()
+        deadline = time.monotonic() + 10
+        while watch.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                "AND wait_event_type = 'Lock'").fetchone() != (2,):
+            assert time.monotonic() < deadline, "the two writers never both waited"
+            time.sleep(0.01)
+        admin.commit()
+        for thread in threads:
+            thread.join()
+        assert acks == [Ack(True, 2), Ack(True, 2)]
+        assert store.read("ns", "e") == [Record("e", "city", "Oslo", 2, 2)]
+        assert (_count(store, "operations"), _count(store, "memories")) == (2, 2)
+
+
+@pytest.mark.parametrize("constraint", ["check", "unique"])
+def test_an_integrity_error_that_is_not_a_replay_is_raised(db_url: str,
+                                                           constraint: str) -> None:
+    """Refused by the memory insert, which comes before the operation log's insert; a
+    unique violation there has the replay's SQLSTATE, and is still no replay (it is
+    retried as transient, then raised)."""
+    registry = CollectorRegistry()
+    with ReferenceStore(db_url, StoreConfig(max_retries=1),
+                        metrics=StoreMetrics(registry)) as store:
+        if constraint == "unique":
+            _run_sql(store, "CREATE UNIQUE INDEX one_value ON memories (value)")
+            store.write(Write("ns", "other", "city", "Paris", 1, "w0"))
+            refused = Write("ns", "e", "city", "Paris", 2, "w1")
+        elif store.engine.dialect.name == "postgresql":
+            _run_sql(store, "ALTER TABLE memories ADD CONSTRAINT no_secrets "
+                            "CHECK (value <> 'secret')")
+            refused = Write("ns", "e", "city", "secret", 2, "w1")
+        else:
+            _run_sql(store, "CREATE TRIGGER no_secrets BEFORE INSERT ON memories "
+                            "WHEN NEW.value = 'secret' "
+                            "BEGIN SELECT RAISE(ABORT, 'no secrets'); END")
+            refused = Write("ns", "e", "city", "secret", 2, "w1")
+        before = (_count(store, "operations"), _count(store, "memories"),
+                  _count(store, "entities"))
+        with pytest.raises(IntegrityError) as caught:
+            store.write(refused)
+        assert caught.value.statement == store._sql.insert_memory.sql
+        assert _retries(registry) == (1.0 if constraint == "unique" else 0.0)
+        assert (_count(store, "operations"), _count(store, "memories"),
+                _count(store, "entities")) == before
+        assert store.write(Write("ns", "e", "city", "Oslo", 3, "w2")) == Ack(True, 1)
+
+
+def test_a_lock_timeout_on_the_entity_lock_is_retried(fresh_pg_url: str) -> None:
+    with psycopg.connect(_libpq(fresh_pg_url), autocommit=True) as admin:
+        admin.execute(f"ALTER DATABASE {make_url(fresh_pg_url).database} "
+                      "SET lock_timeout = '40ms'")
+    registry = CollectorRegistry()
+    with ReferenceStore(fresh_pg_url, metrics=StoreMetrics(registry)) as store, \
+            psycopg.connect(_libpq(fresh_pg_url)) as admin:
+        store.write(Write("ns", "e", "city", "Paris", 1, "w1"))
+        admin.execute("SELECT 1 FROM entities WHERE entity_id = 'e' FOR UPDATE")
+        release = threading.Timer(0.15, admin.commit)
+        release.start()
+        try:
+            assert store.write(Write("ns", "e", "city", "Oslo", 2, "w2")) == Ack(True, 2)
+        finally:
+            release.join()
+        retries = _retries(registry)
+        assert retries is not None and retries >= 1
+        assert store.read("ns", "e") == [Record("e", "city", "Oslo", 2, 2)]
+
+
+def test_a_serialization_failure_after_the_lock_is_retried(fresh_pg_url: str) -> None:
+    registry = CollectorRegistry()
+    with ReferenceStore(fresh_pg_url, metrics=StoreMetrics(registry)) as store:
+        _run_sql(store,
+                 "CREATE SEQUENCE inserts",
+                 "CREATE FUNCTION fail_first() RETURNS trigger LANGUAGE plpgsql AS $$ "
+                 "BEGIN IF nextval('inserts') = 1 THEN RAISE EXCEPTION 'injected' "
+                 "USING ERRCODE = 'serialization_failure'; END IF; RETURN NEW; END $$",
+                 "CREATE TRIGGER fail_first BEFORE INSERT ON memories "
+                 "FOR EACH ROW EXECUTE FUNCTION fail_first()")
+        assert store.write(Write("ns", "e", "city", "Paris", 1, "w1")) == Ack(True, 1)
+        assert _retries(registry) == 1.0
+        assert (_count(store, "operations"), _count(store, "memories")) == (1, 1)
+
+
+def test_a_connection_killed_mid_transaction_raises_and_writes_nothing(
+        fresh_pg_url: str) -> None:
+    """The store reads its clock once it holds the entity lock: there the test terminates
+    the store's backend."""
+    doomed: list[int] = []
+
+    def clock() -> float:
+        if doomed:
+            with psycopg.connect(_libpq(fresh_pg_url), autocommit=True) as admin:
+                admin.execute("SELECT pg_terminate_backend(%s)", doomed)
+                while admin.execute("SELECT 1 FROM pg_stat_activity WHERE pid = %s",
+                                    doomed).fetchone():
+                    time.sleep(0.01)
+        return time.time()
+
+    with ReferenceStore(fresh_pg_url, clock=clock) as store:
+        store.write(Write("ns", "other", "city", "Paris", 1, "w0"))
+        kept = store._connections.acquire()
+        doomed.append(kept.driver_connection.info.backend_pid)
+        store._connections.release(kept)
+        with pytest.raises(OperationalError) as caught:
+            store.write(Write("ns", "e", "city", "Oslo", 2, "w1"))
+        doomed.clear()
+        assert caught.value.connection_invalidated
+        assert caught.value.statement == store._sql.current_record.sql
+        assert store.read("ns", "e") == []
+        assert (_count(store, "operations"), _count(store, "entities")) == (1, 1)
+        # The entity row's upsert was undone too: its first version is handed out again.
+        assert store.write(Write("ns", "e", "city", "Oslo", 2, "w1")) == Ack(True, 1)
+
+
+def _exchanges(trace: str) -> list[list[str]]:
+    """The trace cut into round trips: the messages the client sent before each wait.
+
+    The client waits after asking for answers (Flush, Sync, or a simple Query, which
+    implies a Sync) and receiving some. An answer read without asking (an error the
+    server sends at once, picked up while the client is still sending) is no wait.
+    """
+    exchanges: list[list[str]] = []
+    sent: list[str] = []
+    for line in trace.splitlines():
+        side, _, message = line.partition("\t")
+        if side == "F":
+            sent.append(message)
+        elif side == "B" and sent and sent[-1].split("\t")[1] in ("Flush", "Sync", "Query"):
+            exchanges.append(sent)
+            sent = []
+    return exchanges
+
+
+def _round_trips(store: ReferenceStore, call: Callable[[], object]) -> list[list[str]]:
+    """The exchanges ``call`` has with the server on the handle's kept connection."""
+    kept = store._connections.acquire()
+    pgconn = kept.driver_connection.pgconn
+    store._connections.release(kept)
+    with tempfile.TemporaryFile("w+") as out:
+        pgconn.trace(out.fileno())
+        pgconn.set_trace_flags(pq.Trace.SUPPRESS_TIMESTAMPS | pq.Trace.REGRESS_MODE)
+        try:
+            call()
+        finally:
+            pgconn.untrace()  # which flushes libpq's buffer into the file
+        out.seek(0)
+        return _exchanges(out.read())
+
+
+def test_round_trips_of_each_operation_on_postgresql(fresh_pg_url: str) -> None:
+    """One per statement: BEGIN, the entity lock, the current record (writes), the
+    changes, the operation log and COMMIT. A replay adds psycopg's ROLLBACK (and its
+    DEALLOCATE ALL, when it has prepared statements to forget, not counted here) and
+    the read of the first outcome, a statement of its own."""
+    with ReferenceStore(fresh_pg_url) as store:
+        for n in range(6):  # past psycopg's prepare threshold, whose PREPAREs take a trip
+            w = f"warm{n}"
+            store.write(Write("ns", w, "city", "Paris", 1, f"{w}-1"))
+            store.write(Write("ns", w, "city", "Oslo", 2, f"{w}-2"))
+            store.write(Write("ns", w, "city", "oslo", 3, f"{w}-3"))
+            store.delete(Delete("ns", w, 4, f"{w}-4"))
+            store.restore(Restore("ns", w, 5, f"{w}-5"))
+        counts = {}
+        for label, call in [
+            ("new key", lambda: store.write(Write("ns", "e", "city", "Paris", 1, "w1"))),
+            ("supersede", lambda: store.write(Write("ns", "e", "city", "Oslo", 2, "w2"))),
+            ("merge", lambda: store.write(Write("ns", "e", "city", "oslo", 3, "w3"))),
+            ("stale", lambda: store.write(Write("ns", "e", "city", "Rome", 1, "w4"))),
+            ("delete", lambda: store.delete(Delete("ns", "e", 5, "d1"))),
+            ("restore", lambda: store.restore(Restore("ns", "e", 6, "r1"))),
+            ("replayed write", lambda: store.write(Write("ns", "e", "city", "Oslo", 2, "w2"))),
+            ("replayed delete", lambda: store.delete(Delete("ns", "e", 5, "d1"))),
+        ]:
+            counts[label] = len([sent for sent in _round_trips(store, call)
+                                 if sent != ['19\tQuery\t "DEALLOCATE ALL"']])
+        assert counts == {"new key": 6, "supersede": 7, "merge": 6, "stale": 5, "delete": 7,
+                          "restore": 6, "replayed write": 5, "replayed delete": 5}
