@@ -288,7 +288,7 @@ def in_process(db: str, *, requests: int = IN_PROCESS_REQUESTS, concurrency: int
     url = normalize_url(db)
     options = ServiceOptions(db_url=db)
     registry = CollectorRegistry()
-    pool = HandlePool(lambda: ReferenceStore(url, metrics=metrics.store), options.handles,
+    pool = HandlePool(lambda: ReferenceStore(url, metrics=metrics.store), options.handles_for(url),
                       in_process=url.get_backend_name() == "sqlite" and not is_memory_url(url))
     metrics = ServiceMetrics(registry, handles=lambda: pool.opened)
     pool.warm()

@@ -192,7 +192,8 @@ def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     serve.add_argument("--handles", type=int, default=_int_env("MEMCERT_SERVE_HANDLES"),
                        metavar="N",
                        help="store handles, so requests the store works on at once "
-                            "[env MEMCERT_SERVE_HANDLES, default 8]")
+                            "[env MEMCERT_SERVE_HANDLES, default 2 on a SQLite file, which "
+                            "takes one writer at a time, and 8 on PostgreSQL]")
     serve.add_argument("--openapi", action="store_true",
                        help="print the OpenAPI document to stdout and exit")
 

@@ -46,7 +46,7 @@ def serve(options: ServiceOptions, *, announce: Callable[[str, str], None]) -> N
     # One in-memory database lives in one connection: its single handle never moves to
     # the event loop, which would need a second one.
     pool = HandlePool(lambda: ReferenceStore(url, metrics=metrics.store),
-                      1 if memory else options.handles,
+                      options.handles_for(url),
                       in_process=url.get_backend_name() == "sqlite" and not memory)
     metrics = ServiceMetrics(registry, handles=lambda: pool.opened)
     try:

@@ -5,11 +5,15 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from reference_store.service import openapi_text
+from invariants.errors import InvalidArgument
+from reference_store.engine import normalize_url
+from reference_store.service import ServiceOptions, openapi_text
 from reference_store.service.routes import Routes
 
 from .calls import call, export
@@ -170,3 +174,41 @@ def test_sigterm_stops_gracefully_and_a_restart_serves_the_same_store(tmp_path: 
         read = call(running.url, "POST", "/v1/read", {"namespace": "routes-r",
                                                       "entity_id": "u1"})
         assert [r["value"] for r in read.json["records"]] == ["b"]
+
+
+def test_a_sqlite_file_is_served_by_two_handles_unless_told_otherwise(served: Served):
+    """Writers beyond the second would only sleep in SQLite's busy handler; the event
+    loop's own handle, for reads, is the third."""
+    def writes(worker: int) -> None:
+        for n in range(6):
+            call(served.url, "POST", "/v1/write",
+                 _write("routes-h", f"u{worker}", "city", f"c{n}", n + 1, f"h{worker}-{n}"))
+
+    threads = [threading.Thread(target=writes, args=(w,)) for w in range(12)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    answer = call(served.url, "GET", "/metrics")
+    opened = next(s.value for family in text_string_to_metric_families(answer.body.decode())
+                  for s in family.samples if s.name == "memcert_http_store_handles")
+    assert 2 <= opened <= 3
+
+
+@pytest.mark.parametrize(("handles", "db", "expected"), [
+    (None, "store.sqlite3", 2),
+    (None, "postgresql://memcert@127.0.0.1/memcert", 8),
+    (None, ":memory:", 1),
+    (5, "store.sqlite3", 5),
+    (5, "postgresql://memcert@127.0.0.1/memcert", 5),
+    (5, ":memory:", 1),
+])
+def test_the_handles_follow_the_database_unless_given(handles, db, expected):
+    assert ServiceOptions(handles=handles).handles_for(normalize_url(db)) == expected
+
+
+@pytest.mark.parametrize("handles", [0, -1, True, 2.0])
+def test_handles_must_be_a_positive_int(handles):
+    with pytest.raises(InvalidArgument) as refused:
+        ServiceOptions(handles=handles)
+    assert str(refused.value) == f"handles={handles!r} must be an int >= 1."
