@@ -9,9 +9,9 @@ interleaved round by round:
 - the same, with the recorder streaming ``history.jsonl`` and flushing every line (the
   recorder's default), then with grouped flushes (``flush_interval_s``);
 - the same two, with the online checkers observing each entry as it is recorded, as
-  ``memcert certify`` attaches them today;
+  ``memcert certify`` attached them until 2026-11-30;
 - grouped flushes with the online checkers deferred to the recorder's writer thread
-  (``deferred_observers``), as ``memcert certify`` is meant to record.
+  (``deferred_observers``), as ``memcert certify`` records.
 
 Every run starts on an empty store. Overhead is time(run_plan) / time(direct) - 1,
 taken in each round against that round's direct run, and the median over rounds is
@@ -49,6 +49,11 @@ TARGET = 0.25
 FLUSH_INTERVAL_S = 0.1
 """The grouped flushes measured, as ``memcert certify`` is meant to record: lines reach
 ``history.jsonl`` within this, and the online checkers lag the run by as much."""
+CERTIFY_OPS = 12_000
+"""About the operations a default ``memcert certify`` runs (12,038 in its five scenarios
+on the in-memory example backend, seed 5). The online checkers' trace grows with the
+run, and the larger it is the more it costs the store, so a shorter plan would flatter
+the harness."""
 ENTITIES = 20
 SLOTS = ("city", "job", "coffee_preference")
 LEVEL: Final = "lexical"
@@ -127,6 +132,7 @@ def _through_runner(*, file: bool, online: bool, flush_interval_s: float = 0.0,
     return run
 
 
+FILE_ONLY = f"run_plan + history.jsonl, flushed every {FLUSH_INTERVAL_S:g} s"
 PER_LINE = "run_plan + history.jsonl + online checkers, flushed every line"
 GROUPED = f"run_plan + history.jsonl + online checkers, flushed every {FLUSH_INTERVAL_S:g} s"
 DEFERRED = f"{GROUPED}, checkers deferred to the writer"
@@ -141,7 +147,7 @@ def measure(name: str, fresh: Callable[[], BackendFactory], ops: int, rounds: in
         _Way("run_plan, recorder in memory", _through_runner(file=False, online=False)),
         _Way("run_plan + history.jsonl, flushed every line",
              _through_runner(file=True, online=False)),
-        _Way(f"run_plan + history.jsonl, flushed every {FLUSH_INTERVAL_S:g} s",
+        _Way(FILE_ONLY,
              _through_runner(file=True, online=False, flush_interval_s=FLUSH_INTERVAL_S)),
         _Way(PER_LINE, _through_runner(file=True, online=True)),
         _Way(GROUPED, _through_runner(file=True, online=True,
@@ -217,19 +223,22 @@ def run(rounds: int = 9) -> dict[str, float]:
             return shared
 
         ref = measure("Reference store, SQLite file (WAL, synchronous=NORMAL)", fresh_reference,
-                      4_000, rounds, folder)
+                      CERTIFY_OPS, rounds, folder)
         mem = measure("In-memory example backend (chaos.examples.InMemoryBackend)",
                       fresh_in_memory, 20_000, rounds, folder)
-    for label, way in (("as certify records today (every line flushed, checkers inline)",
-                        PER_LINE),
-                       (f"as certify is meant to record (flushed every {FLUSH_INTERVAL_S:g} s, "
-                        "checkers deferred)", DEFERRED)):
+    for label, way in (("as certify recorded until 2026-11-30 (every line flushed, checkers "
+                        "inline)", PER_LINE),
+                       (f"the runner and its history file alone (flushed every "
+                        f"{FLUSH_INTERVAL_S:g} s, no online checkers)", FILE_ONLY),
+                       (f"as certify records (flushed every {FLUSH_INTERVAL_S:g} s, online "
+                        "checkers deferred to the writer)", DEFERRED)):
         print(f"\n{label}: overhead on the reference store = {ref[way]:+.1%} by wall time "
               f"(target <= {TARGET:.0%}): {'met' if ref[way] <= TARGET else 'NOT met'}; "
               f"{ref[f'{way} (CPU)']:+.1%} by CPU time; on the in-memory backend "
               f"{mem[way]:+.0%} (not judged).")
     print(f"The harness costs {mem['harness_us_per_op']:.0f} µs of CPU per operation on the "
           f"in-memory backend and {ref['harness_us_per_op']:.0f} µs on the reference store "
-          "(as certify is meant to record).")
-    return {"overhead_reference": ref[DEFERRED], "overhead_reference_today": ref[PER_LINE],
+          "(as certify records).")
+    return {"overhead_reference": ref[DEFERRED], "overhead_reference_before": ref[PER_LINE],
+            "overhead_reference_file_only": ref[FILE_ONLY],
             "overhead_in_memory": mem[DEFERRED], "harness_us_per_op": mem["harness_us_per_op"]}
