@@ -10,7 +10,7 @@ from xml.etree import ElementTree
 
 import pytest
 
-from chaos.certify import CertifyOptions, certify, replay
+from chaos.certify import CertifyOptions, Progress, certify, replay
 from chaos.examples import KNOWN_BAD, in_memory
 from chaos.faults import FailBeforeApply, LostAck
 from chaos.report import INVARIANTS
@@ -212,3 +212,37 @@ def test_a_scenario_that_ran_no_step_says_so_in_the_table(tmp_path):
             "steps in its 0.0 s share of the budget; give the run a larger --budget (worker "
             "processes take seconds to start)") in render_table(starved)
     assert "ran none of its" not in render_table(report)
+
+
+class _Watched(Progress):
+    """What a progress display is told, kept."""
+
+    def __init__(self) -> None:
+        self.total = 0
+        self.scenarios: list[str] = []
+        self.counts: list[int] = []
+        self.finished = False
+
+    def start(self, total_steps: int, budget_s: float) -> None:
+        self.total = total_steps
+
+    def scenario(self, name: str) -> None:
+        self.scenarios.append(name)
+
+    def step(self, violations: int) -> None:
+        self.counts.append(violations)
+
+    def finish(self) -> None:
+        self.finished = True
+
+
+@pytest.mark.slow
+def test_the_progress_display_sees_every_step_and_the_violations_as_they_are_counted(
+        tmp_path):
+    watched = _Watched()
+    report = certify("chaos.examples:last_arrival_wins", options(tmp_path), progress=watched)
+    assert watched.finished
+    assert watched.scenarios == [s.name for s in report.scenarios]
+    assert len(watched.counts) == sum(s.steps_done for s in report.scenarios) == watched.total
+    assert watched.counts == sorted(watched.counts), "the count never goes down"
+    assert 0 < watched.counts[-1] <= sum(c.violation_count for c in report.checks.values())
