@@ -15,6 +15,7 @@ without the backend.
 
 from __future__ import annotations
 
+import itertools
 import random
 import shlex
 import shutil
@@ -34,8 +35,9 @@ from invariants.history import Entry, HistoryRecorder, Paraphrase, read_history
 from .coverage import backend_errors, measure
 from .factory import REFERENCE, load_factory, probe
 from .faults import LamportClock
+from .plan import Plan
 from .report import INVARIANTS, Report, ScenarioSummary, build_report
-from .runner import run_plan
+from .runner import RunResult, run_plan
 
 if TYPE_CHECKING:
     from .metrics import Exporter, MetricsOptions
@@ -67,6 +69,8 @@ class CertifyOptions:
     stateful_share: float = STATEFUL_SHARE
     skip: tuple[str, ...] = ()
     """Invariants (results.json names) to check and show but leave out of the verdict."""
+    fail_fast: bool = False
+    """Stop at the first violation the online checkers count (see :func:`certify`)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "skip", check_skip(self.skip))
@@ -128,6 +132,13 @@ def certify(factory: BackendFactory | str | None = None, options: CertifyOptions
 
     ``metrics`` serves the run's live metrics while it records, and pushes them once the
     verdict is in; they observe the run and never feed back into it.
+
+    With ``fail_fast``, the first violation the online checkers count (they lag the run
+    by a flush interval) ends the run: every worker stops after its step, the entities
+    the scenario touched are read back, the scenarios left and the stateful phase do not
+    run, and the saved history is judged as usual, by the same checkers, so it fails.
+    The scenarios cut short keep their requirements, so an invariant whose conditions
+    never came stays unknown instead of passing on what little ran.
     """
     from scenarios import load_suite
 
@@ -146,35 +157,78 @@ def certify(factory: BackendFactory | str | None = None, options: CertifyOptions
     total_share = sum(entry.share for entry, _ in plans) or 1.0
 
     summaries: list[ScenarioSummary] = []
+    stopped = ""
     with Recording(options.out, backend=backend.spec, suite=options.suite,
                    level=options.level, seed=seed, metrics=metrics) as recording:
         progress.start(sum(plan.size for _, plan in plans), options.budget_s)
         first_worker = 0
         for entry, plan in plans:
+            if stopped:
+                summaries.append(ScenarioSummary(plan.scenario, plan.size, 0, 0.0, False,
+                                                 requires=tuple(plan.requires), stopped=True))
+                continue
             progress.scenario(plan.scenario)
             recording.begin_scenario(plan.scenario)
-            result = run_plan(
-                backend.factory, plan, recording.recorder, clock=LamportClock(),
-                first_worker=first_worker, budget_s=run_budget * entry.share / total_share,
-                processes=options.processes, factory_spec=backend.spec,
-                on_step=lambda: progress.step(recording.violation_count))
+            result = _run_scenario(backend, plan, recording, progress, options,
+                                   first_worker, run_budget * entry.share / total_share)
             first_worker += len(plan.workers) + 1
             can_restore &= result.restore_supported
+            cut = result.steps_done < result.steps_planned and not result.budget_exhausted \
+                and not result.not_run
             summaries.append(ScenarioSummary(
                 plan.scenario, result.steps_planned, result.steps_done, result.elapsed_s,
                 result.budget_exhausted, result.faults_fired, tuple(plan.requires),
-                not_run=result.not_run, nemesis=tuple(result.nemesis)))
+                not_run=result.not_run, nemesis=tuple(result.nemesis),
+                stopped=cut and options.fail_fast))
+            if options.fail_fast and recording.online.violation_count:
+                stopped = "a violation the online checkers counted (--fail-fast)"
         recording.close()
         stateful = None
-        if options.stateful_share > 0:
+        if options.stateful_share > 0 and not stopped:
             progress.scenario("stateful (Hypothesis)")
             stateful = _stateful_phase(backend.named, seed, options)
         progress.finish()
         return recording.judge(
             seed=seed, scenarios=summaries, restore_supported=can_restore,
-            started=started, stateful=stateful, skip=options.skip,
+            started=started, stateful=stateful, skip=options.skip, stopped=stopped,
             command=_command(backend.spec, seed, options,
                              getattr(backend.factory, "command_args", None)))
+
+
+class _Violated(Exception):
+    """Raised by a worker thread's step callback, under ``fail_fast``, once the online
+    checkers have counted a violation; the runner ends every worker after its step,
+    heals the faults and re-raises it."""
+
+
+def _run_scenario(backend: Resolved, plan: Plan, recording: Recording, progress: Progress,
+                  options: CertifyOptions, first_worker: int, budget_s: float) -> RunResult:
+    """Run one scenario's plan; under ``fail_fast``, a violation counted online stops it
+    (worker processes are not asked after each step: their scenario runs to its end)."""
+    done = itertools.count(1)
+    steps = 0
+
+    def on_step() -> None:
+        nonlocal steps
+        steps = next(done)
+        count = recording.violation_count
+        progress.step(count)
+        if count and options.fail_fast:
+            raise _Violated
+
+    started = time.monotonic()
+    try:
+        return run_plan(backend.factory, plan, recording.recorder, clock=LamportClock(),
+                        first_worker=first_worker, budget_s=budget_s,
+                        processes=options.processes, factory_spec=backend.spec,
+                        on_step=on_step)
+    except _Violated:
+        # A zero budget runs no step: it only reads back every entity the plan touched,
+        # the final reads the stopped run never reached.
+        run_plan(backend.factory, plan, recording.recorder, first_worker=first_worker,
+                 budget_s=0.0)
+        return RunResult(plan.scenario, plan.size, steps_done=steps,
+                         elapsed_s=time.monotonic() - started)
 
 
 @dataclass(frozen=True)
@@ -262,7 +316,7 @@ class Recording:
 
     def judge(self, *, seed: int, scenarios: Sequence[ScenarioSummary], restore_supported: bool,
               started: float, command: str, stateful: Mapping[str, Any] | None = None,
-              skip: Sequence[str] = ()) -> Report:
+              skip: Sequence[str] = (), stopped: str = "") -> Report:
         """Check the saved history with the same checkers, write results.json and
         junit.xml, and push the metrics with the verdict."""
         self.close()
@@ -274,7 +328,7 @@ class Recording:
             scenarios=scenarios, errors=backend_errors(history),
             restore_supported=restore_supported, history_entries=len(history),
             elapsed_s=time.monotonic() - started, command=command, stateful=stateful,
-            skip=skip)
+            skip=skip, stopped=stopped)
         report.write(self.out)
         if self.exporter is not None:
             self.exporter.finish(success=report.verdict == "certified",
@@ -313,7 +367,8 @@ def replay(out: Path) -> Report:
     scenarios = [ScenarioSummary(s["name"], s["steps_planned"], s["steps_done"],
                                  s["elapsed_s"], s["budget_exhausted"], s["faults_fired"],
                                  tuple(s["requires"]), not_run=s.get("not_run") or "",
-                                 nemesis=tuple(s.get("nemesis", ())))
+                                 nemesis=tuple(s.get("nemesis", ())),
+                                 stopped=bool(s.get("stopped")))
                  for s in saved["scenarios"]]
     return build_report(
         backend=saved["backend"], seed=saved["seed"], level=saved["level"],
@@ -322,7 +377,8 @@ def replay(out: Path) -> Report:
         errors=backend_errors(history),
         scenarios=scenarios, restore_supported=saved["restore_supported"],
         history_entries=len(history), elapsed_s=0.0, command=saved["reproduce"],
-        stateful=saved.get("stateful"), skip=check_skip(saved.get("skip", ())))
+        stateful=saved.get("stateful"), skip=check_skip(saved.get("skip", ())),
+        stopped=saved.get("stopped") or "")
 
 
 def _name_of(factory: Callable[..., object]) -> str:
@@ -351,4 +407,6 @@ def _command(spec: str, seed: int, options: CertifyOptions,
         parts += ["--stateful-share", f"{options.stateful_share:g}"]
     for name in options.skip:
         parts += ["--skip", name]
+    if options.fail_fast:
+        parts.append("--fail-fast")
     return shlex.join(parts)

@@ -81,7 +81,7 @@ def _dispatch(args: argparse.Namespace) -> Report:
     options = CertifyOptions(budget_s=args.budget, seed=args.seed, level=args.level,
                              workers=args.workers, out=Path(args.out), suite=args.suite,
                              processes=args.processes, stateful_share=args.stateful_share,
-                             skip=skip_names(args))
+                             skip=skip_names(args), fail_fast=args.fail_fast)
     with _backend(args) as backend:
         return certify(backend, options, progress=progress, metrics=metrics)
 

@@ -73,6 +73,12 @@ def build_parser() -> argparse.ArgumentParser:
                      help="the scenario suite to run (scenarios/suites/NAME.toml) "
                           "[env MEMCERT_SUITE, default certify]")
     _add_skip_option(run)
+    run.add_argument("--fail-fast", action="store_true",
+                     default=_env("MEMCERT_FAIL_FAST", "") not in ("", "0"),
+                     help="stop at the first violation the online checkers count: the run "
+                          "fails within seconds instead of its whole budget, and the "
+                          "invariants it had no time to exercise stay unknown "
+                          "[env MEMCERT_FAIL_FAST=1, default off]")
     output = certify.add_argument_group("output")
     output.add_argument("--out", default=_env("MEMCERT_OUT", "memcert-out"), metavar="DIR",
                         help="folder for results.json, history.jsonl, junit.xml "

@@ -102,6 +102,9 @@ class ScenarioSummary:
     backend that is not reached over HTTP); such a scenario requires nothing, so it
     can neither make an invariant unknown nor pass one. ``nemesis`` holds what its
     nemesis did (:class:`chaos.nemesis.Nemesis`), which coverage reads back.
+    ``stopped`` marks a scenario cut short, or never reached, because the run stopped
+    early (``--fail-fast``); unlike one not run, it keeps its requirements, so the
+    conditions it never produced leave their invariants unknown rather than passed.
     """
 
     name: str
@@ -113,6 +116,7 @@ class ScenarioSummary:
     requires: tuple[str, ...] = ()
     not_run: str = ""
     nemesis: tuple[Mapping[str, Any], ...] = ()
+    stopped: bool = False
 
 
 @dataclass(frozen=True)
@@ -134,6 +138,8 @@ class Report:
     errors: Mapping[str, tuple[int, str]] = field(default_factory=dict)
     stateful: Mapping[str, Any] | None = None
     skip: tuple[str, ...] = ()
+    stopped: str = ""
+    """Why the run stopped before its plans ended (``--fail-fast``), or ""."""
 
     @property
     def exit_code(self) -> int:
@@ -146,6 +152,7 @@ class Report:
             "level": self.level,
             "verdict": self.verdict,
             "skip": list(self.skip),
+            "stopped": self.stopped or None,
             "invariants": {name: v.to_dict() for name, v in self.invariants.items()},
             "checks": {name: c.to_dict() for name, c in self.checks.items()},
             "coverage": dict(self.coverage),
@@ -153,7 +160,8 @@ class Report:
                 {"name": s.name, "steps_planned": s.steps_planned, "steps_done": s.steps_done,
                  "elapsed_s": round(s.elapsed_s, 3), "budget_exhausted": s.budget_exhausted,
                  "faults_fired": dict(s.faults_fired), "requires": list(s.requires),
-                 "not_run": s.not_run or None, "nemesis": [dict(e) for e in s.nemesis]}
+                 "not_run": s.not_run or None, "nemesis": [dict(e) for e in s.nemesis],
+                 "stopped": s.stopped}
                 for s in self.scenarios
             ],
             "restore_supported": self.restore_supported,
@@ -188,6 +196,7 @@ def build_report(
     errors: Mapping[str, tuple[int, str]] | None = None,
     stateful: Mapping[str, Any] | None = None,
     skip: Collection[str] = (),
+    stopped: str = "",
 ) -> Report:
     """Combine checker results, coverage and the stateful phase's findings (the JSON
     form of :class:`invariants.stateful.StatefulOutcome`) into per-invariant verdicts;
@@ -208,7 +217,8 @@ def build_report(
                         else "unknown" if "unknown" in outcomes else "certified")
     return Report(backend, seed, level, overall, invariants, dict(checks), dict(coverage),
                   tuple(scenarios), restore_supported, history_entries, elapsed_s, command,
-                  dict(errors or {}), stateful, tuple(n for n in INVARIANTS if n in skip))
+                  dict(errors or {}), stateful, tuple(n for n in INVARIANTS if n in skip),
+                  stopped)
 
 
 def _with_stateful(verdict: InvariantVerdict, checkers: tuple[str, ...],
@@ -318,12 +328,18 @@ def render_table(report: Report) -> str:
     lines.insert(1, "  ".join("-" * w for w in widths))
     out = [f"{_command_name(report)} {report.backend}  (seed {report.seed}, level "
            f"{report.level})", "", *lines, ""]
-    for scenario in report.scenarios:
-        if scenario.steps_planned and not scenario.steps_done:
-            out.append(f"scenario {scenario.name} ran none of its {scenario.steps_planned:,} "
-                       f"steps in its {scenario.elapsed_s:.1f} s share of the budget; give "
-                       "the run a larger --budget (worker processes take seconds to start)")
-    if any(s.steps_planned and not s.steps_done for s in report.scenarios):
+    starved = [s for s in report.scenarios
+               if s.steps_planned and not s.steps_done and not s.stopped]
+    for scenario in starved:
+        out.append(f"scenario {scenario.name} ran none of its {scenario.steps_planned:,} "
+                   f"steps in its {scenario.elapsed_s:.1f} s share of the budget; give "
+                   "the run a larger --budget (worker processes take seconds to start)")
+    if report.stopped:
+        cut = ", ".join(f"{s.name} ({s.steps_done:,} of {s.steps_planned:,} steps)"
+                        for s in report.scenarios if s.stopped)
+        out.append(f"stopped early by {report.stopped}; cut short or not run: {cut}; "
+                   "no stateful phase")
+    if starved or report.stopped:
         out.append("")
     for name, v in report.invariants.items():
         if v.verdict in ("fail", "unknown"):
