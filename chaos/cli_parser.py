@@ -54,6 +54,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "junit.xml to --out.",
         epilog="Examples:\n  memcert certify                      # the reference store\n"
                "  memcert certify mypkg.store:factory --budget 120 --seed 7\n"
+               "  memcert certify mypkg.store:factory --fail-fast   # stop at the first "
+               "violation\n"
+               "  memcert certify mypkg.store:factory --skip semantic_normalization\n"
                "  memcert certify --serve --suite network   # network and crash chaos\n"
                "  memcert replay memcert-out         # re-check a saved run",
         formatter_class=argparse.RawDescriptionHelpFormatter,

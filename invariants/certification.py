@@ -23,7 +23,8 @@ def certify(factory: BackendFactory | str | None = None, **options: Any) -> Repo
     ``factory`` is a zero-argument callable, a ``package.module:callable`` spec, or None
     for the reference store. ``options`` are those of ``memcert certify``: ``budget_s``,
     ``seed``, ``level``, ``workers``, ``processes``, ``stateful_share``, ``out``,
-    ``suite`` and ``skip`` (invariants to check and show but leave out of the verdict).
+    ``suite``, ``skip`` (invariants to check and show but leave out of the verdict) and
+    ``fail_fast`` (stop at the first violation counted online).
     """
     from chaos.certify import CertifyOptions
     from chaos.certify import certify as run
