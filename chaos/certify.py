@@ -85,6 +85,8 @@ class CertifyOptions:
         if not isinstance(self.processes, int) or self.processes < 0:
             raise InvalidArgument(f"processes={self.processes!r} must be an int >= 0 "
                                   "(0 runs every worker as a thread of this process).")
+        if not isinstance(self.fail_fast, bool):
+            raise InvalidArgument(f"fail_fast={self.fail_fast!r} must be True or False.")
         if not 0 <= self.stateful_share <= 1 - CHECK_RESERVE - 0.05:
             raise InvalidArgument(
                 f"stateful_share={self.stateful_share!r} must be between 0 (no stateful "

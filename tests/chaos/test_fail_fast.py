@@ -12,6 +12,7 @@ from chaos.certify import CertifyOptions, certify, replay
 from chaos.cli_parser import build_parser
 from chaos.examples import in_memory
 from chaos.report import INVARIANTS, render_table
+from invariants.errors import InvalidArgument
 from invariants.history import read_history
 
 STOPPED = "a violation the online checkers counted (--fail-fast)"
@@ -78,3 +79,9 @@ def test_fail_fast_comes_from_the_flag_or_the_environment(monkeypatch, env, argv
     else:
         monkeypatch.setenv("MEMCERT_FAIL_FAST", env)
     assert build_parser().parse_args(["certify", *argv]).fail_fast is expected
+
+
+def test_fail_fast_must_be_a_bool(tmp_path):
+    with pytest.raises(InvalidArgument) as refused:
+        CertifyOptions(fail_fast="yes", out=tmp_path / "out")
+    assert str(refused.value) == "fail_fast='yes' must be True or False."
