@@ -15,10 +15,10 @@ without the backend.
 
 from __future__ import annotations
 
-import itertools
 import random
 import shlex
 import shutil
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -175,13 +175,11 @@ def certify(factory: BackendFactory | str | None = None, options: CertifyOptions
                                    first_worker, run_budget * entry.share / total_share)
             first_worker += len(plan.workers) + 1
             can_restore &= result.restore_supported
-            cut = result.steps_done < result.steps_planned and not result.budget_exhausted \
-                and not result.not_run
             summaries.append(ScenarioSummary(
                 plan.scenario, result.steps_planned, result.steps_done, result.elapsed_s,
                 result.budget_exhausted, result.faults_fired, tuple(plan.requires),
                 not_run=result.not_run, nemesis=tuple(result.nemesis),
-                stopped=cut and options.fail_fast))
+                stopped=result.stopped))
             if options.fail_fast and recording.online.violation_count:
                 stopped = "a violation the online checkers counted (--fail-fast)"
         recording.close()
@@ -197,40 +195,22 @@ def certify(factory: BackendFactory | str | None = None, options: CertifyOptions
                              getattr(backend.factory, "command_args", None)))
 
 
-class _Violated(Exception):
-    """Raised by a worker thread's step callback, under ``fail_fast``, once the online
-    checkers have counted a violation; the runner ends every worker after its step,
-    heals the faults and re-raises it."""
-
-
 def _run_scenario(backend: Resolved, plan: Plan, recording: Recording, progress: Progress,
                   options: CertifyOptions, first_worker: int, budget_s: float) -> RunResult:
     """Run one scenario's plan; under ``fail_fast``, a violation counted online stops it
     (worker processes are not asked after each step: their scenario runs to its end)."""
-    done = itertools.count(1)
-    steps = 0
+    stop = threading.Event()
 
     def on_step() -> None:
-        nonlocal steps
-        steps = next(done)
         count = recording.violation_count
         progress.step(count)
         if count and options.fail_fast:
-            raise _Violated
+            stop.set()
 
-    started = time.monotonic()
-    try:
-        return run_plan(backend.factory, plan, recording.recorder, clock=LamportClock(),
-                        first_worker=first_worker, budget_s=budget_s,
-                        processes=options.processes, factory_spec=backend.spec,
-                        on_step=on_step)
-    except _Violated:
-        # A zero budget runs no step: it only reads back every entity the plan touched,
-        # the final reads the stopped run never reached.
-        run_plan(backend.factory, plan, recording.recorder, first_worker=first_worker,
-                 budget_s=0.0)
-        return RunResult(plan.scenario, plan.size, steps_done=steps,
-                         elapsed_s=time.monotonic() - started)
+    return run_plan(backend.factory, plan, recording.recorder, clock=LamportClock(),
+                    first_worker=first_worker, budget_s=budget_s,
+                    processes=options.processes, factory_spec=backend.spec,
+                    on_step=on_step, stop=stop)
 
 
 @dataclass(frozen=True)

@@ -159,11 +159,6 @@ def stop_on_signals(stop: threading.Event,
                            signals)
 
 
-class _Stopped(Exception):
-    """Raised by a worker thread's step callback once a stop is asked, after its step
-    completed; the runner then ends every worker, heals the faults and re-raises it."""
-
-
 @dataclass
 class _Tally:
     """One scenario's runs added up, for results.json's per-scenario summary."""
@@ -238,22 +233,19 @@ class _Rounds:
 
         def on_step() -> None:
             self.progress.step(recording.violation_count)
-            if self.stop.is_set():
-                raise _Stopped
 
         started = time.monotonic()
-        stopped = False
         try:
             result = run_plan(self.factory, plan, recorder, clock=LamportClock(),
                               first_worker=self._first_worker, budget_s=budget_s,
                               processes=self.options.processes, factory_spec=self.spec,
-                              on_step=on_step)
-        except (_Stopped, KeyboardInterrupt) as error:
+                              on_step=on_step, stop=self.stop)
+            stopped = result.stopped
+        except KeyboardInterrupt:
             # A terminal's Ctrl-C reaches worker processes too, and their interrupt comes
             # back here; their threads still finish, and are recorded, before the pool
             # shuts down. Any other KeyboardInterrupt is a second Ctrl-C: abandon.
-            if isinstance(error, KeyboardInterrupt) and not (
-                    self.options.processes and self.stop.is_set()):
+            if not (self.options.processes and self.stop.is_set()):
                 raise
             stopped = True
             # A zero budget runs no step: it only reads back every entity the plan
@@ -282,7 +274,7 @@ class _Rounds:
 
     def observe(self, entry: Entry) -> None:
         """A recorder observer counting the running plan's completed steps, which the
-        runner's own count is lost with when a stop interrupts it."""
+        runner's own count is lost with when a Ctrl-C interrupts worker processes."""
         if entry.type != "invoke" and entry.worker in self._plan_workers:
             self._steps_done += 1
 

@@ -77,7 +77,8 @@ def not_runnable(factory: BackendFactory, network: Network) -> str:
 
 def run_under_nemesis(factory: BackendFactory, plan: Plan, recorder: HistoryRecorder,
                       clock: Clock, *, budget_s: float, deadline: float, first_worker: int,
-                      on_step: Callable[[], None] | None = None) -> RunResult:
+                      on_step: Callable[[], None] | None = None,
+                      stop: threading.Event | None = None) -> RunResult:
     """Run the plan's workers as threads while a :class:`Nemesis` plays its timeline;
     heal everything before returning. The caller does the final reads."""
     network = plan.network
@@ -109,7 +110,7 @@ def run_under_nemesis(factory: BackendFactory, plan: Plan, recorder: HistoryReco
         try:
             result = run_workers(factory, plan, range(len(plan.workers)), recorder, clock,
                                  deadline, first_worker, stepped,
-                                 factory_of=lambda k: clients[network.group_of(k)])
+                                 factory_of=lambda k: clients[network.group_of(k)], stop=stop)
         finally:
             nemesis.finish()
     finally:

@@ -58,6 +58,8 @@ class RunResult:
     """Why the plan did not run at all (its network needs an HTTP backend); "" if it ran."""
     nemesis: list[dict[str, Any]] = field(default_factory=list)
     """What the nemesis did, for a plan with a network (see :class:`chaos.nemesis.Nemesis`)."""
+    stopped: bool = False
+    """The ``stop`` event ended the run before its plan did."""
 
 
 @dataclass
@@ -92,6 +94,7 @@ def run_plan(
     first_worker: int = 0,
     processes: int = 0,
     factory_spec: str | None = None,
+    stop: threading.Event | None = None,
 ) -> RunResult:
     """Run every worker's steps concurrently until done or until ``budget_s`` runs out.
 
@@ -99,7 +102,10 @@ def run_plan(
     that many worker processes, each of which builds its handles from ``factory_spec``
     (a spec, because a callable does not cross a process boundary). ``first_worker``
     offsets worker ids so that several plans can share one history. ``on_step`` is
-    called after every step of a thread worker, to drive progress bars.
+    called after every step of a thread worker, to drive progress bars. Once ``stop``
+    is set, each thread worker stops before its next step, as at the end of the budget,
+    and the run ends as usual (faults healed, every entity read back), with
+    ``stopped`` true; worker processes do not look at it.
 
     A plan with a ``network`` runs under :mod:`chaos.nemesis`, always with threads; if
     the backend cannot take its faults, nothing runs and ``not_run`` says why.
@@ -112,7 +118,7 @@ def run_plan(
 
         result = run_under_nemesis(factory, plan, recorder, shared, budget_s=budget_s,
                                    deadline=deadline, first_worker=first_worker,
-                                   on_step=on_step)
+                                   on_step=on_step, stop=stop)
         if result.not_run:
             return result
     elif processes > 0:
@@ -125,7 +131,7 @@ def run_plan(
                                   first_worker)
     else:
         result = run_workers(factory, plan, range(len(plan.workers)), recorder, shared,
-                             deadline, first_worker, on_step)
+                             deadline, first_worker, on_step, stop=stop)
     backend = factory()
     try:
         _final_reads(backend, plan, recorder, first_worker + len(plan.workers))
@@ -145,6 +151,7 @@ def run_workers(
     first_worker: int,
     on_step: Callable[[], None] | None = None,
     factory_of: Callable[[int], BackendFactory] | None = None,
+    stop: threading.Event | None = None,
 ) -> RunResult:
     """Run the plan's workers numbered ``which`` as threads of this process, then heal.
 
@@ -170,6 +177,9 @@ def run_workers(
             for step in worker.steps:
                 if time.monotonic() >= deadline:
                     result.budget_exhausted = True
+                    return
+                if stop is not None and stop.is_set():
+                    result.stopped = True
                     return
                 if step.pause_s:
                     time.sleep(step.pause_s)

@@ -32,6 +32,7 @@ def test_the_first_violation_stops_the_run_and_fails_it(tmp_path):
     assert report.stopped == STOPPED
     first, *rest = report.scenarios
     assert first.stopped and 0 < first.steps_done < first.steps_planned
+    assert sum(first.faults_fired.values()) > 0, "the cut scenario's faults are still told"
     assert rest and all(s.stopped and s.steps_done == 0 for s in rest)
     assert report.stateful is None
     # Nothing that did not run passes: the conditions the later scenarios bring never
