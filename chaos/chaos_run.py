@@ -73,6 +73,10 @@ ROUND_S = 60.0
 """A round's time when scenarios are named one by one: certify's default budget."""
 LAST_ROUND_MIN_S = 1.0
 """A round after the first starts only with this much of ``--duration`` left."""
+FIRST_ROUND_MIN_S = 0.25
+"""Each scenario's least share of the first round, even past ``--duration``: on a slow
+or busy machine the scenarios before it may overrun their shares (their final reads
+come after their budget), and a short run must still exercise every scenario."""
 
 
 @dataclass(frozen=True)
@@ -214,7 +218,9 @@ class _Rounds:
                 # spent building plans and reading back does not starve the last ones.
                 shares_left = math.fsum(e.share for e in entries[position:])
                 budget = (round_end - time.monotonic()) * entry.share / shares_left
-                if budget <= 0:
+                if number == 0:
+                    budget = max(budget, FIRST_ROUND_MIN_S)
+                elif budget <= 0:
                     break
                 line = self._run(plan, number, budget, recording)
                 rounds.write(json.dumps(line) + "\n")
