@@ -67,9 +67,9 @@ def where(seen: dict[str, tuple[int, int]], name: str
     return plan
 
 
-def test_reads_of_an_in_process_database_stay_on_the_event_loop(tmp_path: Path):
-    url = str(tmp_path / "store.sqlite3")
-    pool = HandlePool(lambda: ReferenceStore(url), size=2, in_process=True)
+def read_then_write(pool: HandlePool) -> dict[str, tuple[int, int]]:
+    """A read through ``answer``, then work through ``run``, on a warmed pool that is
+    closed afterwards: which thread handled each, with which handle."""
     pool.warm()
     seen: dict[str, tuple[int, int]] = {}
 
@@ -82,6 +82,13 @@ def test_reads_of_an_in_process_database_stay_on_the_event_loop(tmp_path: Path):
         anyio.run(both)
     finally:
         pool.close()
+    return seen
+
+
+def test_reads_of_an_in_process_database_stay_on_the_event_loop(tmp_path: Path):
+    url = str(tmp_path / "store.sqlite3")
+    pool = HandlePool(lambda: ReferenceStore(url), size=2, in_process=True)
+    seen = read_then_write(pool)
     loop_thread = threading.get_ident()
     assert seen["read"][0] == loop_thread, "a read is not worth a thread hop"
     assert seen["write"][0] != loop_thread
@@ -91,18 +98,7 @@ def test_reads_of_an_in_process_database_stay_on_the_event_loop(tmp_path: Path):
 
 def test_reads_of_a_private_memory_database_go_to_its_one_handle_in_a_thread():
     pool = HandlePool(lambda: ReferenceStore(":memory:"), size=1)
-    pool.warm()
-    seen: dict[str, tuple[int, int]] = {}
-
-    async def read_then_write() -> None:
-        await pool.answer(where(seen, "read"))
-        await pool.run(lambda store: seen.setdefault("write", (threading.get_ident(),
-                                                                id(store))))
-
-    try:
-        anyio.run(read_then_write)
-    finally:
-        pool.close()
+    seen = read_then_write(pool)
     assert seen["read"][0] != threading.get_ident()
     assert seen["read"][1] == seen["write"][1]
     assert pool.opened == 1
