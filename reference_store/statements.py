@@ -20,7 +20,19 @@ from functools import cache
 from operator import itemgetter
 from typing import Any, Generic, TypeVar
 
-from sqlalchemy import Insert, Select, Table, bindparam, insert, literal_column, select, update
+from sqlalchemy import (
+    Insert,
+    Select,
+    String,
+    Table,
+    and_,
+    bindparam,
+    func,
+    insert,
+    literal_column,
+    select,
+    update,
+)
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Dialect
 from sqlalchemy.sql import ClauseElement
@@ -43,6 +55,31 @@ READ_ACTIVE = (
     .where(_ns, _entity, _active)
     .order_by(memories.c.causal_seq, memories.c.version)
 )
+
+
+def read_active_many() -> Select[Any]:
+    """The contract read of many entities in one statement (PostgreSQL only): each
+    (namespace, entity) pair of two parallel arrays, numbered from 1, with its active
+    rows in the order :data:`READ_ACTIVE` gives them.
+
+    One statement reads one snapshot, so every read answered from it sees the same
+    committed state, taken after all of them were asked (service/pool.py batches the
+    reads that wait at once). A pair asked twice gets its rows twice, under each number.
+    """
+    wanted = (
+        func.unnest(bindparam("p_namespaces", type_=postgresql.ARRAY(String)),
+                    bindparam("p_entity_ids", type_=postgresql.ARRAY(String)))
+        .table_valued("namespace", "entity_id", with_ordinality="ordinal")
+        .render_derived(name="wanted")
+    )
+    m = memories.c
+    return (
+        select(wanted.c.ordinal, m.entity_id, m.attribute, m.value, m.causal_seq, m.version)
+        .select_from(wanted.join(memories, and_(m.namespace == wanted.c.namespace,
+                                                m.entity_id == wanted.c.entity_id, _active)))
+        .order_by(wanted.c.ordinal, m.causal_seq, m.version)
+    )
+
 
 CURRENT_RECORD = select(
     memories.c.id, memories.c.value, memories.c.value_key, memories.c.causal_seq,
@@ -293,6 +330,8 @@ class PreparedStatements:
     close_tombstones: Prepared
     first_outcome: Prepared
     read_active: Prepared
+    read_active_many: Prepared | None
+    """None where the dialect has no arrays (SQLite)."""
     touch: Prepared
     candidates: Candidates
 
@@ -313,6 +352,8 @@ def prepare_all(dialect: Dialect) -> PreparedStatements:
         close_tombstones=prepare(CLOSE_TOMBSTONES, dialect),
         first_outcome=prepare(FIRST_OUTCOME, dialect),
         read_active=prepare(READ_ACTIVE, dialect),
+        read_active_many=(prepare(read_active_many(), dialect)
+                          if dialect.name == "postgresql" else None),
         touch=prepare(TOUCH, dialect),
         candidates=Candidates(dialect),
     )

@@ -331,6 +331,17 @@ class ReferenceStore:
         return sql.Plan(self._sql.read_active,
                         {"p_namespace": namespace, "p_entity_id": entity_id}, _records)
 
+    def _plan_reads(self, keys: Sequence[tuple[str, str]]) -> sql.Plan[list[list[Record]]]:
+        """The reads of many (namespace, entity) pairs as one plan, answered in their
+        order; PostgreSQL only (see :func:`~reference_store.statements.read_active_many`)."""
+        statement = self._sql.read_active_many
+        if statement is None:
+            raise NotImplementedError(f"{self.engine.dialect.name} cannot read many entities "
+                                      "in one statement")
+        return sql.Plan(statement, {"p_namespaces": [ns for ns, _ in keys],
+                                    "p_entity_ids": [entity for _, entity in keys]},
+                        lambda rows: _records_of_each(rows, len(keys)))
+
     def _answer(self, plan: sql.Plan[T]) -> T:
         """Send a plan's one statement, as a transaction of its own, and finish it."""
         def attempt() -> Sequence[tuple[Any, ...]]:
@@ -410,6 +421,15 @@ def _ack(rows: Sequence[tuple[Any, ...]]) -> Ack:
 def _records(rows: Sequence[tuple[Any, ...]]) -> list[Record]:
     return [Record(entity, attribute, value, int(causal_seq), int(version))
             for entity, attribute, value, causal_seq, version in rows]
+
+
+def _records_of_each(rows: Sequence[tuple[Any, ...]], count: int) -> list[list[Record]]:
+    """Split rows numbered from 1 (a batch read's) into ``count`` reads' records."""
+    answers: list[list[Record]] = [[] for _ in range(count)]
+    for ordinal, entity, attribute, value, causal_seq, version in rows:
+        answers[ordinal - 1].append(Record(entity, attribute, value, int(causal_seq),
+                                           int(version)))
+    return answers
 
 
 def _transient(error: DBAPIError) -> bool:

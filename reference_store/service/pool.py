@@ -18,7 +18,8 @@ more CPU than the statement itself (docs/performance.md, "HTTP service"):
 - PostgreSQL: the loop's handle checks the input and plans the call, and the loop
   sends its one statement, reading or writing, on an asynchronous connection of its
   own (:class:`_LoopConnections`), so it waits on the network or on a row lock
-  without holding a thread. A writing statement is not retried there: touch, the only
+  without holding a thread. Contract reads that wait at the same time go together, as
+  one statement (:class:`_ReadBatches`). A writing statement is not retried there: touch, the only
   one, updates one row in a statement of its own under READ COMMITTED, which can
   neither deadlock nor fail to serialize, so none of the store's transient errors can
   reach it;
@@ -56,12 +57,22 @@ from typing import Any, TypeVar, cast
 from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError
 
+from invariants.backend import Record
+
 from ..statements import Plan, Prepared
 from ..store import ReferenceStore
 
 __all__ = ["HandlePool"]
 
 T = TypeVar("T")
+
+BATCHES_SENDING = 2
+"""Batches of reads on their way to PostgreSQL at once. One would leave the server idle
+while the loop splits a batch's rows; with two, the reads that arrive meanwhile wait at
+most for one round trip."""
+MOST_PER_BATCH = 128
+"""Reads in one statement, at most: a bound on the arrays sent and on the rows a single
+answer holds up."""
 
 
 class HandlePool:
@@ -82,6 +93,7 @@ class HandlePool:
         self._workers = ThreadPoolExecutor(size, thread_name_prefix="memcert-store")
         self._loop_handle: ReferenceStore | None = None
         self._remote: _LoopConnections | None = None
+        self._reads: _ReadBatches | None = None
         self._threads_only = False
 
     @property
@@ -102,6 +114,13 @@ class HandlePool:
         docstring for what becomes of the work).
         """
         return await asyncio.get_running_loop().run_in_executor(self._workers, self._lend, work)
+
+    async def read(self, namespace: str, entity_id: str) -> list[Record]:
+        """The contract read, answered like :meth:`answer`; on PostgreSQL, together with
+        the other reads waiting at the same time."""
+        if self._loop_side() is not None and self._reads is not None:
+            return await self._reads.read(namespace, entity_id)
+        return await self.answer(lambda store: store._plan_read(namespace, entity_id))
 
     async def answer(self, plan: Callable[[ReferenceStore], Plan[T]]) -> T:
         """Answer the call of one statement ``plan`` makes with a handle, where it costs
@@ -145,6 +164,7 @@ class HandlePool:
                 self._loop_handle = handle
             elif handle.engine.dialect.name == "postgresql":
                 self._remote = _LoopConnections(handle.engine, self.size)
+                self._reads = _ReadBatches(self._remote, handle._plan_reads)
                 self._loop_handle = handle
             else:
                 self._threads_only = True
@@ -261,3 +281,71 @@ class _LoopConnections:
                                       dialect=self._dialect, connection_invalidated=dead)
         assert isinstance(wrapped, Exception)
         return wrapped
+
+
+class _ReadBatches:
+    """Contract reads sent to PostgreSQL together: while :data:`BATCHES_SENDING` batches
+    are on their way, reads wait, and the next batch takes every read waiting (up to
+    :data:`MOST_PER_BATCH`) as one statement.
+
+    A read alone goes at once; under load, one round trip and one statement's work in
+    the server and in psycopg serve many reads (docs/performance.md, "HTTP service").
+    Every read of a batch is answered from the statement's one snapshot, taken after
+    the read was asked and before it is answered, so it sees every write acknowledged
+    before it was asked, as a statement of its own would.
+
+    A batch is sent by a task of its own, not by any one request: a request cancelled
+    while it waits leaves the batch to the others (its answer is dropped). A failed
+    batch fails each of its reads with the batch's error.
+    """
+
+    def __init__(self, remote: _LoopConnections,
+                 plan: Callable[[Sequence[tuple[str, str]]], Plan[list[list[Record]]]]) -> None:
+        self._remote = remote
+        self._plan = plan
+        self._waiting: list[tuple[str, str, asyncio.Future[list[Record]]]] = []
+        self._sending = 0
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def read(self, namespace: str, entity_id: str) -> list[Record]:
+        loop = asyncio.get_running_loop()
+        if loop is not self._loop:  # batches of a loop that has gone will not finish
+            self._loop, self._waiting, self._sending = loop, [], 0
+        answer: asyncio.Future[list[Record]] = loop.create_future()
+        self._waiting.append((namespace, entity_id, answer))
+        if self._sending < BATCHES_SENDING:
+            self._send_next(loop)
+        return await answer
+
+    def _send_next(self, loop: asyncio.AbstractEventLoop) -> None:
+        waiting = [read for read in self._waiting if not read[2].done()]
+        batch, self._waiting = waiting[:MOST_PER_BATCH], waiting[MOST_PER_BATCH:]
+        if not batch:
+            return
+        self._sending += 1
+        task = loop.create_task(self._send(batch))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _send(self, batch: list[tuple[str, str, asyncio.Future[list[Record]]]]) -> None:
+        try:
+            planned = self._plan([(namespace, entity_id) for namespace, entity_id, _ in batch])
+            answers = planned.finish(await self._remote.all(planned.statement, planned.params))
+        except asyncio.CancelledError:
+            for _, _, answer in batch:
+                answer.cancel()
+            raise
+        except Exception as error:
+            for _, _, answer in batch:
+                if not answer.done():
+                    answer.set_exception(error)
+        else:
+            for (_, _, answer), records in zip(batch, answers, strict=True):
+                if not answer.done():
+                    answer.set_result(records)
+        finally:
+            if asyncio.get_running_loop() is self._loop:
+                self._sending -= 1
+                if self._waiting:
+                    self._send_next(self._loop)

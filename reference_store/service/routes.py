@@ -93,7 +93,7 @@ class Routes:
 
     async def read(self, request: Request) -> Response:
         namespace, entity_id = wire.parse_read(await self._body(request, "read"))
-        records = await self.pool.answer(lambda store: store._plan_read(namespace, entity_id))
+        records = await self.pool.read(namespace, entity_id)
         return JSONResponse({"records": [wire.record_body(r) for r in records]})
 
     async def reset(self, request: Request) -> Response:
