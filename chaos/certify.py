@@ -198,7 +198,7 @@ def certify(factory: BackendFactory | str | None = None, options: CertifyOptions
 def _run_scenario(backend: Resolved, plan: Plan, recording: Recording, progress: Progress,
                   options: CertifyOptions, first_worker: int, budget_s: float) -> RunResult:
     """Run one scenario's plan; under ``fail_fast``, a violation counted online stops it
-    (worker processes are not asked after each step: their scenario runs to its end)."""
+    (workers in other processes within a tick of the runner's, 0.1 s, more)."""
     stop = threading.Event()
 
     def on_step() -> None:

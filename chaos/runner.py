@@ -83,6 +83,12 @@ class Recorder(Protocol):
     def info(self, invocation: Entry, error: BaseException | str) -> Entry: ...
 
 
+class StopFlag(Protocol):
+    """What workers look at before each step: a thread's Event, or a process-shared one."""
+
+    def is_set(self) -> bool: ...
+
+
 def run_plan(
     factory: BackendFactory,
     plan: Plan,
@@ -102,10 +108,11 @@ def run_plan(
     that many worker processes, each of which builds its handles from ``factory_spec``
     (a spec, because a callable does not cross a process boundary). ``first_worker``
     offsets worker ids so that several plans can share one history. ``on_step`` is
-    called after every step of a thread worker, to drive progress bars. Once ``stop``
-    is set, each thread worker stops before its next step, as at the end of the budget,
-    and the run ends as usual (faults healed, every entity read back), with
-    ``stopped`` true; worker processes do not look at it.
+    called once per step, to drive progress bars: after every step of a thread worker,
+    or in this process a tick at a time for workers in other processes. Once ``stop`` is
+    set, each worker stops before its next step (in another process, within a tick), as
+    at the end of the budget, and the run ends as usual (faults healed, every entity read
+    back), with ``stopped`` true.
 
     A plan with a ``network`` runs under :mod:`chaos.nemesis`, always with threads; if
     the backend cannot take its faults, nothing runs and ``not_run`` says why.
@@ -128,7 +135,7 @@ def run_plan(
             raise InvalidArgument("processes > 0 needs factory_spec='package.module:callable',"
                                   " which each worker process imports")
         result = run_in_processes(factory_spec, plan, recorder, shared, deadline, processes,
-                                  first_worker)
+                                  first_worker, on_step, stop)
     else:
         result = run_workers(factory, plan, range(len(plan.workers)), recorder, shared,
                              deadline, first_worker, on_step, stop=stop)
@@ -151,7 +158,7 @@ def run_workers(
     first_worker: int,
     on_step: Callable[[], None] | None = None,
     factory_of: Callable[[int], BackendFactory] | None = None,
-    stop: threading.Event | None = None,
+    stop: StopFlag | None = None,
 ) -> RunResult:
     """Run the plan's workers numbered ``which`` as threads of this process, then heal.
 

@@ -246,3 +246,15 @@ def test_the_progress_display_sees_every_step_and_the_violations_as_they_are_cou
     assert len(watched.counts) == sum(s.steps_done for s in report.scenarios) == watched.total
     assert watched.counts == sorted(watched.counts), "the count never goes down"
     assert 0 < watched.counts[-1] <= sum(c.violation_count for c in report.checks.values())
+
+
+@pytest.mark.slow
+def test_the_progress_display_sees_the_steps_of_workers_in_other_processes(
+        tmp_path, monkeypatch):
+    monkeypatch.setenv("LWW_DB", str(tmp_path / "lww.sqlite3"))
+    watched = _Watched()
+    report = certify("tests.chaos.sqlite_last_write_wins:factory",
+                     options(tmp_path, processes=2, workers=4, budget_s=20.0), progress=watched)
+    assert len(watched.counts) == sum(s.steps_done for s in report.scenarios) > 0
+    assert watched.counts == sorted(watched.counts)
+    assert watched.counts[-1] > 0, "the violations are counted as the run goes"

@@ -57,6 +57,22 @@ def test_the_first_violation_stops_the_run_and_fails_it(tmp_path):
 
 
 @pytest.mark.slow
+def test_workers_in_other_processes_stop_too(tmp_path, monkeypatch):
+    """The known-bad backend lives in a SQLite file shared by two worker processes: the
+    first violation stops them in the middle of the first scenario, as threads stop."""
+    monkeypatch.setenv("LWW_DB", str(tmp_path / "lww.sqlite3"))
+    report = certify("tests.chaos.sqlite_last_write_wins:factory",
+                     options(tmp_path, processes=2, workers=4, stateful_share=0.0))
+    assert report.verdict == "failed"
+    assert report.invariants["causal_monotonicity"].verdict == "fail"
+    assert report.stopped == STOPPED
+    first, *rest = report.scenarios
+    assert first.stopped and 0 < first.steps_done < first.steps_planned / 2, \
+        f"{first.steps_done} of {first.steps_planned} steps ran"
+    assert rest and all(s.steps_done == 0 for s in rest)
+
+
+@pytest.mark.slow
 def test_a_correct_backend_runs_to_the_end(tmp_path):
     report = certify(in_memory, options(tmp_path, stateful_share=0.0))
     assert report.verdict == "certified", report.invariants
