@@ -296,8 +296,7 @@ def render_report(report: Report, *, suite: str, started: datetime, history: Pat
              for checker, metric in VIOLATION_METRICS.items()}
     latency = _latency(samples)
     scenarios = [s.name for s in report.scenarios]
-    skipped = f" ({', '.join(report.skip)} skipped on request)" if report.skip else ""
-    title = f"memcert {suite}: {report.backend} — {report.verdict}{skipped}"
+    title = f"memcert {suite}: {report.backend} — {report.verdict}{report.skipped_on_request}"
     body = [
         f'<header class="{report.verdict}"><h1>{_e(title)}</h1>',
         f"<p>Started {_e(started.astimezone(UTC).strftime('%Y-%m-%d %H:%M:%S UTC'))}; took "

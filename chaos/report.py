@@ -142,6 +142,11 @@ class Report:
     """Why the run stopped before its plans ended (``--fail-fast``), or ""."""
 
     @property
+    def skipped_on_request(self) -> str:
+        """What a verdict's headline adds for the invariants skipped, or ""."""
+        return f" ({', '.join(self.skip)} skipped on request)" if self.skip else ""
+
+    @property
     def exit_code(self) -> int:
         return {"certified": 0, "failed": 1, "unknown": 3}[self.verdict]
 
@@ -364,8 +369,7 @@ def render_table(report: Report) -> str:
     out.extend(f"scenario {s.name} not run: {s.not_run}" for s in skipped)
     if skipped:
         out.append("")
-    skip = f" ({', '.join(report.skip)} skipped on request)" if report.skip else ""
-    out.append(f"verdict: {report.verdict.upper()}{skip}")
+    out.append(f"verdict: {report.verdict.upper()}{report.skipped_on_request}")
     if report.verdict != "certified":
         out.append(f"reproduce: {report.command}")
     return "\n".join(out)

@@ -425,11 +425,10 @@ def _records(rows: Sequence[tuple[Any, ...]]) -> list[Record]:
 
 def _records_of_each(rows: Sequence[tuple[Any, ...]], count: int) -> list[list[Record]]:
     """Split rows numbered from 1 (a batch read's) into ``count`` reads' records."""
-    answers: list[list[Record]] = [[] for _ in range(count)]
-    for ordinal, entity, attribute, value, causal_seq, version in rows:
-        answers[ordinal - 1].append(Record(entity, attribute, value, int(causal_seq),
-                                           int(version)))
-    return answers
+    groups: list[list[tuple[Any, ...]]] = [[] for _ in range(count)]
+    for row in rows:
+        groups[row[0] - 1].append(row[1:])
+    return [_records(group) for group in groups]
 
 
 def _transient(error: DBAPIError) -> bool:

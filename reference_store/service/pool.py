@@ -19,10 +19,10 @@ more CPU than the statement itself (docs/performance.md, "HTTP service"):
   sends its one statement, reading or writing, on an asynchronous connection of its
   own (:class:`_LoopConnections`), so it waits on the network or on a row lock
   without holding a thread. Contract reads that wait at the same time go together, as
-  one statement (:class:`_ReadBatches`). A writing statement is not retried there: touch, the only
-  one, updates one row in a statement of its own under READ COMMITTED, which can
-  neither deadlock nor fail to serialize, so none of the store's transient errors can
-  reach it;
+  one statement (:class:`_ReadBatches`). A writing statement is not retried there:
+  touch, the only one, updates one row in a statement of its own under READ COMMITTED,
+  which can neither deadlock nor fail to serialize, so none of the store's transient
+  errors can reach it;
 - anything else (a private in-memory SQLite database, which lives in its one
   connection): a worker thread.
 
