@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from sqlalchemy import select, update
+from sqlalchemy import update
 
 from .schema import entities, memories
 from .validation import check_namespace, check_text
@@ -28,7 +28,10 @@ def forget(store: ReferenceStore, namespace: str, entity_id: str,
     Returns how many rows were archived (0 if none were active). The entity's row is
     locked first, as every write does, so a forget and a write of the same key are
     ordered: the write either supersedes the row before it is archived, or finds no
-    active row afterwards and inserts a fresh one.
+    active row afterwards and inserts a fresh one. Taking the lock bumps the entity's
+    ``next_version``, as every write does: that is how a write on PostgreSQL, which
+    reads the current record in the statement that waits for the lock, knows the
+    record it read may be stale (``statements.lock_current``).
     """
     check_namespace(namespace)
     check_text("entity_id", entity_id)
@@ -40,9 +43,9 @@ def forget(store: ReferenceStore, namespace: str, entity_id: str,
     if attribute is not None:
         statement = statement.where(
             memories.c.attr_key == store.normalizer.attribute_key(attribute))
-    lock = select(entities.c.next_version).where(
+    lock = update(entities).where(
         entities.c.namespace == namespace, entities.c.entity_id == entity_id,
-    ).with_for_update()
+    ).values(next_version=entities.c.next_version + 1)
 
     def attempt() -> int:
         with store._transaction() as conn:

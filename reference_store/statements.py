@@ -14,6 +14,7 @@ reusing a column's name.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cache
@@ -31,6 +32,7 @@ from sqlalchemy import (
     insert,
     literal_column,
     select,
+    true,
     update,
 )
 from sqlalchemy.dialects import postgresql, sqlite
@@ -189,6 +191,84 @@ def lock_entity(dialect: str) -> Insert:
     )
 
 
+def lock_current() -> Select[Any]:
+    """A write's entity lock and its key's current record in one statement (PostgreSQL).
+
+    Execute it with ``p_namespace``, ``p_entity_id`` and ``p_attr_key``. The row is what
+    :func:`lock_entity` returns, then ``seen``, the entity's ``next_version`` in the
+    statement's snapshot (None if it had no row), then :data:`CURRENT_RECORD`'s columns
+    (all None if the key has no active record).
+
+    The snapshot is taken when the statement starts, before it may wait for the lock,
+    so the record is only known to be current when nothing changed the entity
+    meanwhile: when the lock handed out ``seen + 1`` (or 1, for an entity the snapshot
+    did not have). Every change to an entity's memories bumps its ``next_version``
+    (writes, deletes and restores through this lock, forget through its own), so any
+    other answer means the caller must read the current record again, now that it
+    holds the lock.
+    """
+    key: dict[str, Any] = {"namespace": bindparam("p_namespace"),
+                           "entity_id": bindparam("p_entity_id")}
+    locked = (
+        postgresql.insert(entities)
+        .values(**key, next_version=1, deleted=False)
+        .on_conflict_do_update(
+            index_elements=[entities.c.namespace, entities.c.entity_id],
+            set_={"next_version": entities.c.next_version + 1},
+        )
+        .returning(entities.c.next_version, entities.c.deleted, entities.c.delete_seq,
+                   entities.c.restore_seq)
+        .cte("locked")
+    )
+    seen = select(entities.c.next_version).where(*_entity_row).scalar_subquery()
+    current = CURRENT_RECORD.subquery("current")
+    return select(
+        locked.c.next_version, locked.c.deleted, locked.c.delete_seq, locked.c.restore_seq,
+        seen.label("seen"), *current.c,
+    ).select_from(locked.outerjoin(current, true()))
+
+
+_NAMED = re.compile(r"%\((\w+)\)s")
+
+
+def with_log(parts: Sequence[Prepared], log: Prepared) -> Prepared:
+    """``parts`` and then ``log``, sent as one statement (PostgreSQL): each part a
+    data-changing CTE of the log's insert. One round trip instead of one per statement.
+
+    The parts run on the statement's one snapshot and do not see each other's changes,
+    so they must change different tables, and not the one ``log`` inserts into; a
+    statement that must see another's change (a supersede, then the insert under the
+    same unique index) goes before, on its own. The combined statement takes the
+    parameters of statement ``n`` (``log`` is the last) under the prefix ``s<n>_``,
+    which :func:`prefixed` adds.
+    """
+    statements = (*parts, log)
+    sql: list[str] = []
+    keys: list[str] = []
+    names: list[str] = []
+    fixed: dict[str, Any] = {}
+    processors: list[tuple[int, Callable[[Any], Any]]] = []
+    for n, statement in enumerate(statements):
+        if statement.names is None:
+            raise TypeError(f"with_log takes named parameters: {statement.sql}")
+        prefix = f"s{n}_"
+        text = _NAMED.sub(f"%({prefix}\\1)s", statement.sql)
+        sql.append(text if statement is log else f"s{n} AS ({text})")
+        processors.extend((len(keys) + index, process)
+                          for index, process in statement.processors)
+        keys.extend(prefix + key for key in statement.keys)
+        names.extend(prefix + name for name in statement.names)
+        fixed.update({prefix + key: value for key, value in statement.fixed.items()})
+    text = "WITH " + ", ".join(sql[:-1]) + " " + sql[-1]
+    return Prepared(text, tuple(keys), tuple(names), fixed, tuple(processors),
+                    _picker(tuple(keys)))
+
+
+def prefixed(*params: Mapping[str, Any]) -> dict[str, Any]:
+    """The parameters of a :func:`with_log` statement: statement ``n``'s under ``s<n>_``."""
+    return {f"s{n}_{key}": value for n, given in enumerate(params) for key, value in given.items()}
+
+
 def _inserted(table: Table) -> tuple[str, ...]:
     """The columns the store's inserts set: all of them but the autoincrement ``id``."""
     return tuple(column.key for column in table.columns if column.key != "id")
@@ -334,26 +414,45 @@ class PreparedStatements:
     """None where the dialect has no arrays (SQLite)."""
     touch: Prepared
     candidates: Candidates
+    lock_current: Prepared | None
+    """None on SQLite, where a round trip costs nothing and the write lock is the
+    database's: the current record is read by a statement of its own, under it."""
+    with_log: Mapping[tuple[str, ...], Prepared]
+    """The changes an operation may end with, by their statements' SQL, each combined
+    with the operation log's insert (:func:`with_log`); empty on SQLite."""
 
 
 def prepare_all(dialect: Dialect) -> PreparedStatements:
     """Compile for a dialect that has connected once, so it knows the server's features."""
+    pg = dialect.name == "postgresql"
+    insert_memory = prepare(INSERT_MEMORY, dialect, _inserted(memories))
+    insert_operation = prepare(INSERT_OPERATION, dialect, _inserted(operations))
+    insert_tombstone = prepare(INSERT_TOMBSTONE, dialect, _inserted(tombstones))
+    merge = prepare(MERGE, dialect)
+    delete_active = prepare(DELETE_ACTIVE, dialect)
+    mark_deleted = prepare(MARK_DELETED, dialect)
+    mark_restored = prepare(MARK_RESTORED, dialect)
+    close_tombstones = prepare(CLOSE_TOMBSTONES, dialect)
+    endings = ((insert_memory,), (merge,), (mark_deleted, insert_tombstone, delete_active),
+               (mark_restored, close_tombstones))
     return PreparedStatements(
         lock_entity=prepare(lock_entity(dialect.name), dialect, ("namespace", "entity_id")),
         current_record=prepare(CURRENT_RECORD, dialect),
-        merge=prepare(MERGE, dialect),
+        merge=merge,
         supersede=prepare(SUPERSEDE, dialect),
-        insert_memory=prepare(INSERT_MEMORY, dialect, _inserted(memories)),
-        insert_operation=prepare(INSERT_OPERATION, dialect, _inserted(operations)),
-        insert_tombstone=prepare(INSERT_TOMBSTONE, dialect, _inserted(tombstones)),
-        delete_active=prepare(DELETE_ACTIVE, dialect),
-        mark_deleted=prepare(MARK_DELETED, dialect),
-        mark_restored=prepare(MARK_RESTORED, dialect),
-        close_tombstones=prepare(CLOSE_TOMBSTONES, dialect),
+        insert_memory=insert_memory,
+        insert_operation=insert_operation,
+        insert_tombstone=insert_tombstone,
+        delete_active=delete_active,
+        mark_deleted=mark_deleted,
+        mark_restored=mark_restored,
+        close_tombstones=close_tombstones,
         first_outcome=prepare(FIRST_OUTCOME, dialect),
         read_active=prepare(READ_ACTIVE, dialect),
-        read_active_many=(prepare(read_active_many(), dialect)
-                          if dialect.name == "postgresql" else None),
+        read_active_many=prepare(read_active_many(), dialect) if pg else None,
         touch=prepare(TOUCH, dialect),
         candidates=Candidates(dialect),
+        lock_current=prepare(lock_current(), dialect) if pg else None,
+        with_log={tuple(part.sql for part in parts): with_log(parts, insert_operation)
+                  for parts in endings} if pg else {},
     )

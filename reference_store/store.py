@@ -4,9 +4,11 @@ Each write, delete and restore is one transaction that first upserts the entity'
 in ``entities``. That upsert is the serialization point: on PostgreSQL it takes the row
 lock, on SQLite the transaction already holds the database write lock (``BEGIN
 IMMEDIATE``). Under that lock the store reads the tombstone state and the current record
-of the key, and decides. Nothing is decided from data read before the lock, which is
-why concurrent writers can never both insert, and a stale write can never slip past a
-newer one.
+of the key, and decides. Nothing is decided from data that may have changed before the
+lock was granted, which is why concurrent writers can never both insert, and a stale
+write can never slip past a newer one. (On PostgreSQL the statement that takes the lock
+also reads the record, from a snapshot taken before it waited; that record is used only
+when the lock proves nothing changed the entity since: see ``statements.lock_current``.)
 """
 
 from __future__ import annotations
@@ -64,6 +66,13 @@ class WriteOptions:
     tags: tuple[str, ...] = ()
     score: float = 1.0
     half_life_seconds: float | None = None
+
+
+_Changes = tuple[tuple[sql.Prepared, dict[str, Any]], ...]
+"""Statements and their parameters, in the order they must run."""
+_Decide = Callable[[tuple[Any, ...], Callable[[], tuple[Any, ...] | None], float],
+                   tuple[Ack, _Changes]]
+"""An operation's rules (see ``_decide_write``)."""
 
 
 class _Replayed(Exception):
@@ -150,19 +159,21 @@ class ReferenceStore:
             "status": "active",
         }
         return self._run_op(op, "write",
-                            lambda tx, state, now: self._write_tx(tx, op, row, state, now))
+                            lambda state, current, now: self._decide_write(op, row, state,
+                                                                           current, now),
+                            attr_key)
 
     def delete(self, op: Delete) -> Ack:
         with self._counting_invalid("delete"):
             check_op(op, max_value_bytes=self.config.max_value_bytes)
         return self._run_op(op, "delete",
-                            lambda tx, state, now: self._delete_tx(tx, op, state, now))
+                            lambda state, _, now: self._decide_delete(op, state, now))
 
     def restore(self, op: Restore) -> Ack:
         with self._counting_invalid("restore"):
             check_op(op, max_value_bytes=self.config.max_value_bytes)
         return self._run_op(op, "restore",
-                            lambda tx, state, now: self._restore_tx(tx, op, state, now))
+                            lambda state, _, now: self._decide_restore(op, state, now))
 
     def read(self, namespace: str, entity_id: str) -> list[Record]:
         """Active records of one entity, oldest cause first."""
@@ -218,21 +229,21 @@ class ReferenceStore:
 
     # -- transactions ---------------------------------------------------------------
 
-    def _run_op(self, op: Write | Delete | Restore, kind: str,
-                body: Callable[[DriverTransaction, tuple[Any, ...], float], Ack]) -> Ack:
+    def _run_op(self, op: Write | Delete | Restore, kind: str, decide: _Decide,
+                attr_key: str | None = None) -> Ack:
+        """One operation's transaction: the entity lock, the decision under it, its
+        changes, and the operation log. ``attr_key`` is a write's, whose decision reads
+        the key's current record."""
         key = {"namespace": op.namespace, "entity_id": op.entity_id}
 
         def attempt() -> Ack:
             with self._driver(write=True) as tx:
-                state = tx.one(self._sql.lock_entity, key)
+                state, current = self._lock(tx, op, attr_key)
                 now = self._clock()
-                ack = body(tx, state, now)
-                try:
-                    tx.run(self._sql.insert_operation, {
-                        **key, "op_id": op.op_id, "kind": kind, "applied": ack.applied,
-                        "version": ack.version, "reason": ack.reason, "created_at": now})
-                except IntegrityError as error:
-                    raise _Replayed from error
+                ack, changes = decide(state, current, now)
+                self._finish(tx, changes, {
+                    **key, "op_id": op.op_id, "kind": kind, "applied": ack.applied,
+                    "version": ack.version, "reason": ack.reason, "created_at": now})
                 return ack
 
         try:
@@ -242,6 +253,61 @@ class ReferenceStore:
         if self.metrics is not None:
             self.metrics.acknowledged(kind, ack)
         return ack
+
+    def _lock(self, tx: DriverTransaction, op: Write | Delete | Restore, attr_key: str | None
+              ) -> tuple[tuple[Any, ...], Callable[[], tuple[Any, ...] | None]]:
+        """The entity row as the lock returned it, and how to get the key's current
+        record under the lock (a write's decision may not need it).
+
+        On PostgreSQL a write takes the lock and reads the record in one statement
+        (:func:`~reference_store.statements.lock_current`), whose record is kept only
+        if nothing changed the entity between its snapshot and the lock.
+        """
+        where = {"p_namespace": op.namespace, "p_entity_id": op.entity_id,
+                 "p_attr_key": attr_key}
+        lock_current = self._sql.lock_current
+        if attr_key is not None and lock_current is not None:
+            row = tx.one(lock_current, where)
+            state, seen, found = row[:4], row[4], row[5:]
+            if state[0] == (0 if seen is None else seen) + 1:
+                return state, lambda: None if found[0] is None else found
+        else:
+            state = tx.one(self._sql.lock_entity, {"namespace": op.namespace,
+                                                   "entity_id": op.entity_id})
+        return state, lambda: tx.first(self._sql.current_record, where)
+
+    def _finish(self, tx: DriverTransaction, changes: _Changes, log: dict[str, Any]) -> None:
+        """Send the decided changes, then the operation log's insert, which a replay's
+        op_id makes fail (raising :class:`_Replayed`).
+
+        On PostgreSQL the changes the log can be combined with go in its statement
+        (:func:`~reference_store.statements.with_log`), and only those before them (a
+        supersede) in statements of their own.
+        """
+        with_log = self._sql.with_log
+        for start in range(len(changes) if with_log else 0):
+            combined = with_log.get(tuple(statement.sql for statement, _ in changes[start:]))
+            if combined is not None:
+                for statement, params in changes[:start]:
+                    tx.run(statement, params)
+                self._log(tx, combined, sql.prefixed(*(p for _, p in changes[start:]), log),
+                          alone=False)
+                return
+        for statement, params in changes:
+            tx.run(statement, params)
+        self._log(tx, self._sql.insert_operation, log, alone=True)
+
+    @staticmethod
+    def _log(tx: DriverTransaction, statement: sql.Prepared, params: dict[str, Any], *,
+             alone: bool) -> None:
+        try:
+            tx.run(statement, params)
+        except IntegrityError as error:
+            # Combined with changes, the refusal may be theirs: only the log's is a replay.
+            diag = getattr(error.orig, "diag", None)
+            if alone or getattr(diag, "table_name", None) == operations.name:
+                raise _Replayed from error
+            raise
 
     @contextmanager
     def _counting_invalid(self, kind: str) -> Iterator[None]:
@@ -260,69 +326,69 @@ class ReferenceStore:
         return self._answer(sql.Plan(self._sql.first_outcome,
                                      {"p_namespace": namespace, "p_op_id": op_id}, _ack))
 
-    # Each body gets the entity row as the lock returned it: (next_version, deleted,
-    # delete_seq, restore_seq), and the clock read once under that lock.
+    # Each decision gets the entity row as the lock returned it: (next_version, deleted,
+    # delete_seq, restore_seq), how to read the key's current record under the lock,
+    # and the clock read once under that lock. It returns the outcome and the changes
+    # that make it so, in the order they must run.
 
-    def _write_tx(self, tx: DriverTransaction, op: Write, row: dict[str, Any],
-                  state: tuple[Any, ...], now: float) -> Ack:
+    def _decide_write(self, op: Write, row: dict[str, Any], state: tuple[Any, ...],
+                      current: Callable[[], tuple[Any, ...] | None], now: float
+                      ) -> tuple[Ack, _Changes]:
         next_version, deleted, delete_seq, _ = state
         version = int(next_version)
         if deleted:
-            return Ack(False, reason="tombstoned")
+            return Ack(False, reason="tombstoned"), ()
         if delete_seq is not None and op.causal_seq <= delete_seq:
-            return Ack(False, reason="predates_delete")
-        current = tx.first(self._sql.current_record, {
-            "p_namespace": op.namespace, "p_entity_id": op.entity_id,
-            "p_attr_key": row["attr_key"]})
-        if current is not None:
-            current_id, current_value, current_key, current_seq, current_version = current
+            return Ack(False, reason="predates_delete"), ()
+        found = current()
+        changes: _Changes = ()
+        if found is not None:
+            current_id, current_value, current_key, current_seq, current_version = found
             if op.causal_seq < current_seq:
-                return Ack(False, version=int(current_version), reason="stale")
+                return Ack(False, version=int(current_version), reason="stale"), ()
             if current_key == row["value_key"] or (
                 self.normalizer.level == "semantic"
                 and self.normalizer.same_fact(current_value, op.value)
             ):
-                tx.run(self._sql.merge, {"p_id": current_id, "p_causal_seq": op.causal_seq,
-                                         "p_now": now})
-                return Ack(True, version=int(current_version), reason="merged")
-            tx.run(self._sql.supersede, {"p_id": current_id, "p_version": version,
-                                         "p_now": now})
-        tx.run(self._sql.insert_memory, {**row, "version": version, "created_at": now,
-                                         "updated_at": now, "last_accessed_at": None,
-                                         "superseded_by": None})
-        return Ack(True, version=version)
+                return Ack(True, version=int(current_version), reason="merged"), (
+                    (self._sql.merge, {"p_id": current_id, "p_causal_seq": op.causal_seq,
+                                       "p_now": now}),)
+            changes = ((self._sql.supersede, {"p_id": current_id, "p_version": version,
+                                              "p_now": now}),)
+        return Ack(True, version=version), (*changes, (self._sql.insert_memory, {
+            **row, "version": version, "created_at": now, "updated_at": now,
+            "last_accessed_at": None, "superseded_by": None}))
 
-    def _delete_tx(self, tx: DriverTransaction, op: Delete, state: tuple[Any, ...],
-                   now: float) -> Ack:
+    def _decide_delete(self, op: Delete, state: tuple[Any, ...], now: float
+                       ) -> tuple[Ack, _Changes]:
         next_version, deleted, delete_seq, restore_seq = state
         version = int(next_version)
         if restore_seq is not None and op.causal_seq < restore_seq:
-            return Ack(False, reason="stale")
+            return Ack(False, reason="stale"), ()
         key = {"p_namespace": op.namespace, "p_entity_id": op.entity_id}
         horizon = op.causal_seq if delete_seq is None else max(delete_seq, op.causal_seq)
-        tx.run(self._sql.mark_deleted, {**key, "p_delete_seq": horizon})
-        tx.run(self._sql.insert_tombstone, {
-            "namespace": op.namespace, "entity_id": op.entity_id, "version": version,
-            "causal_seq": op.causal_seq, "op_id": op.op_id, "reason": op.reason,
-            "created_at": now, "restored_at": None, "restore_seq": None,
-            "restore_op_id": None})
-        tx.run(self._sql.delete_active, {**key, "p_version": version, "p_now": now})
-        return Ack(True, version=version, reason="already_deleted" if deleted else None)
+        return Ack(True, version=version, reason="already_deleted" if deleted else None), (
+            (self._sql.mark_deleted, {**key, "p_delete_seq": horizon}),
+            (self._sql.insert_tombstone, {
+                "namespace": op.namespace, "entity_id": op.entity_id, "version": version,
+                "causal_seq": op.causal_seq, "op_id": op.op_id, "reason": op.reason,
+                "created_at": now, "restored_at": None, "restore_seq": None,
+                "restore_op_id": None}),
+            (self._sql.delete_active, {**key, "p_version": version, "p_now": now}))
 
-    def _restore_tx(self, tx: DriverTransaction, op: Restore, state: tuple[Any, ...],
-                    now: float) -> Ack:
+    def _decide_restore(self, op: Restore, state: tuple[Any, ...], now: float
+                        ) -> tuple[Ack, _Changes]:
         next_version, deleted, delete_seq, _ = state
         version = int(next_version)
         if not deleted:
-            return Ack(False, reason="not_deleted")
+            return Ack(False, reason="not_deleted"), ()
         if op.causal_seq < delete_seq:
-            return Ack(False, reason="stale")
+            return Ack(False, reason="stale"), ()
         key = {"p_namespace": op.namespace, "p_entity_id": op.entity_id}
-        tx.run(self._sql.mark_restored, {**key, "p_restore_seq": op.causal_seq})
-        tx.run(self._sql.close_tombstones, {**key, "p_now": now,
-                                            "p_restore_seq": op.causal_seq,
-                                            "p_op_id": op.op_id})
-        return Ack(True, version=version)
+        return Ack(True, version=version), (
+            (self._sql.mark_restored, {**key, "p_restore_seq": op.causal_seq}),
+            (self._sql.close_tombstones, {**key, "p_now": now, "p_restore_seq": op.causal_seq,
+                                          "p_op_id": op.op_id}))
 
     # -- calls of one statement ----------------------------------------------------------
 

@@ -1,15 +1,17 @@
 """What a write, delete or restore must keep doing when anything fails, on both databases.
 
-A write is one transaction of up to seven round trips to PostgreSQL. Sending them as a
-pipeline would cut that to two (psycopg's pipeline mode was tried, and cost more CPU in
-the service: docs/performance.md, "HTTP service"), and would move where errors surface:
-a replay's refused insert into ``operations``, or any other failure of a statement
-whose result nobody reads, would come back only with the COMMIT. These tests pin what
-any such change must not alter: a replay gets the first outcome, even when two
-connections race; any other integrity error is raised, as the statement's that failed;
-transient failures are retried, in the first statement and in later ones; a connection
-that dies mid-transaction is reported and leaves nothing half-written; and the round
-trips each kind of operation takes, read from libpq's protocol trace.
+On PostgreSQL a write is one transaction of four or five round trips: BEGIN, the entity
+lock with the key's current record, a supersede when there is one, the last change
+combined with the operation log's insert, and COMMIT (statements.lock_current and
+with_log). psycopg's pipeline mode would send fewer, but costs more CPU in the service
+(docs/performance.md, "HTTP service"). Combining moves where some errors surface: a
+replay's refused insert into ``operations`` comes back from the statement that also
+makes the operation's changes. These tests pin what any such change must not alter: a
+replay gets the first outcome, even when two connections race; any other integrity error
+is raised, as the statement's that failed; transient failures are retried, in the first
+statement and in later ones; a connection that dies mid-transaction is reported and
+leaves nothing half-written; and the round trips each kind of operation takes, read
+from libpq's protocol trace.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 import psycopg
 import pytest
@@ -44,6 +47,13 @@ def _run_sql(store: ReferenceStore, *statements: str) -> None:
 def _count(store: ReferenceStore, table: str) -> int:
     with store.engine.connect() as conn:
         return int(conn.exec_driver_sql(f"SELECT count(*) FROM {table}").scalar_one())
+
+
+def _ending_with_insert(store: ReferenceStore) -> str:
+    """The statement that inserts a memory: with the operation log's on PostgreSQL."""
+    insert = store._sql.insert_memory.sql
+    combined = store._sql.with_log.get((insert,))
+    return insert if combined is None else combined.sql
 
 
 def _retries(registry: CollectorRegistry) -> float | None:
@@ -102,6 +112,79 @@ def test_a_replay_racing_on_two_connections_gets_the_first_outcome(
         assert (_count(store, "operations"), _count(store, "memories")) == (2, 2)
 
 
+def _waiting_for_locks(watch: psycopg.Connection[Any], count: int) -> None:
+    deadline = time.monotonic() + 10
+    while watch.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+            "AND wait_event_type = 'Lock'").fetchone() != (count,):
+        assert time.monotonic() < deadline, f"never {count} sessions waiting for a lock"
+        time.sleep(0.01)
+
+
+@pytest.mark.parametrize("second", ["newer", "older"])
+def test_a_write_that_waited_for_the_lock_decides_on_the_record_it_finds_then(
+        fresh_pg_url: str, second: str) -> None:
+    """Two writes of one key wait for the entity lock, which the test holds. Each read
+    the key's record in the statement that waits (statements.lock_current), before the
+    other wrote; the second to get the lock must decide on what the first wrote, not on
+    that: supersede it or lose to it, never retry on the unique index."""
+    registry = CollectorRegistry()
+    newer = Write("ns", "e", "city", "Rome", 3, "w3")
+    older = Write("ns", "e", "city", "Oslo", 2, "w2")
+    first, then = (older, newer) if second == "newer" else (newer, older)
+    with ReferenceStore(fresh_pg_url, metrics=StoreMetrics(registry)) as store, \
+            psycopg.connect(_libpq(fresh_pg_url)) as admin, \
+            psycopg.connect(_libpq(fresh_pg_url), autocommit=True) as watch:
+        store.write(Write("ns", "e", "city", "Paris", 1, "w1"))
+        admin.execute("SELECT 1 FROM entities WHERE entity_id = 'e' FOR UPDATE")
+        acks: dict[str, Ack] = {}
+        threads = []
+        for n, op in enumerate((first, then), start=1):
+            thread = threading.Thread(target=lambda op=op: acks.update({op.op_id: store.write(op)}))
+            thread.start()
+            threads.append(thread)
+            _waiting_for_locks(watch, n)
+        admin.commit()
+        for thread in threads:
+            thread.join()
+        if second == "newer":
+            assert acks == {"w2": Ack(True, 2), "w3": Ack(True, 3)}
+        else:
+            assert acks == {"w3": Ack(True, 2), "w2": Ack(False, 2, "stale")}
+        assert store.read("ns", "e") == [Record("e", "city", "Rome", 3, acks["w3"].version)]
+        assert _retries(registry) == 0.0
+        assert _count(store, "memories") == (3 if second == "newer" else 2)
+
+
+def test_a_write_that_waited_for_a_forget_does_not_supersede_what_it_archived(
+        fresh_pg_url: str) -> None:
+    """The forget takes the entity lock first and archives the record the waiting write
+    read before it; the write must find no current record once it holds the lock, and
+    leave the archived row archived."""
+    with ReferenceStore(fresh_pg_url) as store, \
+            psycopg.connect(_libpq(fresh_pg_url)) as admin, \
+            psycopg.connect(_libpq(fresh_pg_url), autocommit=True) as watch:
+        store.write(Write("ns", "e", "city", "Paris", 1, "w1"))
+        admin.execute("SELECT 1 FROM entities WHERE entity_id = 'e' FOR UPDATE")
+        forgot: list[int] = []
+        acks: list[Ack] = []
+        forgetting = threading.Thread(target=lambda: forgot.append(store.forget("ns", "e")))
+        forgetting.start()
+        _waiting_for_locks(watch, 1)
+        writing = threading.Thread(target=lambda: acks.append(
+            store.write(Write("ns", "e", "city", "Oslo", 2, "w2"))))
+        writing.start()
+        _waiting_for_locks(watch, 2)
+        admin.commit()
+        forgetting.join()
+        writing.join()
+        assert forgot == [1]
+        assert acks == [Ack(True, 3)]
+        assert store.read("ns", "e") == [Record("e", "city", "Oslo", 2, 3)]
+        assert (store.count_rows(status="archived"), store.count_rows(status="superseded"),
+                store.count_rows(status="active")) == (1, 0, 1)
+
+
 @pytest.mark.parametrize("constraint", ["check", "unique"])
 def test_an_integrity_error_that_is_not_a_replay_is_raised(db_url: str,
                                                            constraint: str) -> None:
@@ -128,7 +211,7 @@ def test_an_integrity_error_that_is_not_a_replay_is_raised(db_url: str,
                   _count(store, "entities"))
         with pytest.raises(IntegrityError) as caught:
             store.write(refused)
-        assert caught.value.statement == store._sql.insert_memory.sql
+        assert caught.value.statement == _ending_with_insert(store)
         assert _retries(registry) == (1.0 if constraint == "unique" else 0.0)
         assert (_count(store, "operations"), _count(store, "memories"),
                 _count(store, "entities")) == before
@@ -194,7 +277,7 @@ def test_a_connection_killed_mid_transaction_raises_and_writes_nothing(
             store.write(Write("ns", "e", "city", "Oslo", 2, "w1"))
         doomed.clear()
         assert caught.value.connection_invalidated
-        assert caught.value.statement == store._sql.current_record.sql
+        assert caught.value.statement == _ending_with_insert(store)
         assert store.read("ns", "e") == []
         assert (_count(store, "operations"), _count(store, "entities")) == (1, 1)
         # The entity row's upsert was undone too: its first version is handed out again.
@@ -237,10 +320,10 @@ def _round_trips(store: ReferenceStore, call: Callable[[], object]) -> list[list
 
 
 def test_round_trips_of_each_operation_on_postgresql(fresh_pg_url: str) -> None:
-    """One per statement: BEGIN, the entity lock, the current record (writes), the
-    changes, the operation log and COMMIT. A replay adds psycopg's ROLLBACK (and its
-    DEALLOCATE ALL, when it has prepared statements to forget, not counted here) and
-    the read of the first outcome, a statement of its own."""
+    """BEGIN, the entity lock (with a write's current record), a supersede's own
+    statement, the changes with the operation log, and COMMIT. A replay adds psycopg's
+    ROLLBACK (and its DEALLOCATE ALL, when it has prepared statements to forget, not
+    counted here) and the read of the first outcome, a statement of its own."""
     with ReferenceStore(fresh_pg_url) as store:
         for n in range(6):  # past psycopg's prepare threshold, whose PREPAREs take a trip
             w = f"warm{n}"
@@ -262,5 +345,5 @@ def test_round_trips_of_each_operation_on_postgresql(fresh_pg_url: str) -> None:
         ]:
             counts[label] = len([sent for sent in _round_trips(store, call)
                                  if sent != ['19\tQuery\t "DEALLOCATE ALL"']])
-        assert counts == {"new key": 6, "supersede": 7, "merge": 6, "stale": 5, "delete": 7,
-                          "restore": 6, "replayed write": 5, "replayed delete": 5}
+        assert counts == {"new key": 4, "supersede": 5, "merge": 4, "stale": 4, "delete": 4,
+                          "restore": 4, "replayed write": 5, "replayed delete": 5}
