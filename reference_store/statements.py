@@ -26,8 +26,12 @@ from sqlalchemy import (
     Select,
     String,
     Table,
+    Text,
+    Update,
     and_,
     bindparam,
+    cast,
+    exists,
     func,
     insert,
     literal_column,
@@ -88,11 +92,23 @@ CURRENT_RECORD = select(
     memories.c.version,
 ).where(_ns, _entity, memories.c.attr_key == bindparam("p_attr_key"), _active)
 
-MERGE = update(memories).where(memories.c.id == bindparam("p_id")).values(
-    causal_seq=bindparam("p_causal_seq"), updated_at=bindparam("p_now"))
 
-SUPERSEDE = update(memories).where(memories.c.id == bindparam("p_id")).values(
-    status="superseded", superseded_by=bindparam("p_version"), updated_at=bindparam("p_now"))
+
+def merge(prefix: str = "") -> Update:
+    """Advance a record's causal seq (a paraphrase of its fact was written)."""
+    return update(memories).where(memories.c.id == bindparam(prefix + "p_id")).values(
+        causal_seq=bindparam(prefix + "p_causal_seq"), updated_at=bindparam(prefix + "p_now"))
+
+
+def supersede(prefix: str = "") -> Update:
+    """Retire a record in favour of the version about to be inserted."""
+    return update(memories).where(memories.c.id == bindparam(prefix + "p_id")).values(
+        status="superseded", superseded_by=bindparam(prefix + "p_version"),
+        updated_at=bindparam(prefix + "p_now"))
+
+
+MERGE = merge()
+SUPERSEDE = supersede()
 
 INSERT_MEMORY = insert(memories)
 INSERT_OPERATION = insert(operations)
@@ -226,6 +242,95 @@ def lock_current() -> Select[Any]:
         locked.c.next_version, locked.c.deleted, locked.c.delete_seq, locked.c.restore_seq,
         seen.label("seen"), *current.c,
     ).select_from(locked.outerjoin(current, true()))
+
+
+def read_state() -> Select[Any]:
+    """What a write decides on, read without any lock (PostgreSQL): one row of the
+    entity's ``next_version``, ``deleted``, ``delete_seq`` and ``restore_seq`` (all None
+    for an entity never seen), then :data:`CURRENT_RECORD`'s columns, then the outcome
+    logged under the write's op_id (``applied``, ``version``, ``reason``; None unless it
+    is a replay). Execute it with ``p_namespace``, ``p_entity_id``, ``p_attr_key`` and
+    ``p_op_id``; :func:`guarded_write` then applies the decision only if the entity is
+    still as read.
+    """
+    base = select(literal_column("1").label("one")).subquery("base")
+    current = CURRENT_RECORD.subquery("current")
+    logged = select(operations.c.applied, operations.c.version, operations.c.reason).where(
+        operations.c.namespace == bindparam("p_namespace"),
+        operations.c.op_id == bindparam("p_op_id")).subquery("logged")
+    return select(
+        entities.c.next_version, entities.c.deleted, entities.c.delete_seq,
+        entities.c.restore_seq, *current.c, *logged.c,
+    ).select_from(base.outerjoin(entities, and_(*_entity_row)).outerjoin(current, true())
+                  .outerjoin(logged, true()))
+
+
+GUARDED_CHANGES = ("merge", "supersede", "insert_memory")
+"""The changes :func:`guarded_write` can carry, in the order they run."""
+
+
+def guarded_write(*, created: bool, changes: tuple[str, ...]) -> Select[Any]:
+    """A write's decided changes and its operation log, applied in one statement only if
+    the entity is still as :func:`read_state` saw it (PostgreSQL, autocommit).
+
+    The guard bumps the entity's ``next_version`` from ``p_seen`` (or, when ``created``,
+    makes the row of an entity the read did not find) and takes the row lock doing so.
+    Every change to an entity's memories bumps that version under the same lock, so if
+    the guard finds another version (or a row already made), something changed since
+    the read: then nothing is written, and the statement returns 0, not 1. The other
+    parts depend on the guard; a supersede runs before the insert, which the unique
+    index of active records must see it done for.
+
+    Parameters, as :func:`prefixed` gives them: the guard's (``p_namespace``,
+    ``p_entity_id``, ``p_seen``), then each change's in order, then the log's.
+    """
+    unknown = [name for name in changes if name not in GUARDED_CHANGES]
+    if unknown or list(changes) != sorted(changes, key=GUARDED_CHANGES.index):
+        raise ValueError(f"changes {changes!r}: use some of {GUARDED_CHANGES}, in that order")
+    key: dict[str, Any] = {"namespace": bindparam("s0_p_namespace"),
+                           "entity_id": bindparam("s0_p_entity_id")}
+    if created:
+        guard = (postgresql.insert(entities).values(**key, next_version=1, deleted=False)
+                 .on_conflict_do_nothing().returning(entities.c.next_version).cte("guard"))
+    else:
+        guard = (update(entities)
+                 .where(entities.c.namespace == key["namespace"],
+                        entities.c.entity_id == key["entity_id"],
+                        entities.c.next_version == bindparam("s0_p_seen"))
+                 .values(next_version=entities.c.next_version + 1)
+                 .returning(entities.c.next_version).cte("guard"))
+    passed = exists(select(guard.c.next_version))
+    parts = []
+    superseded = None
+    for n, name in enumerate(changes, start=1):
+        prefix = f"s{n}_"
+        if name == "merge":
+            parts.append(merge(prefix).where(passed).cte("merged"))
+        elif name == "supersede":
+            superseded = supersede(prefix).where(passed).returning(memories.c.id).cte("superseded")
+            parts.append(superseded)
+        else:
+            after = () if superseded is None else (
+                select(func.count()).select_from(superseded).scalar_subquery() >= 0,)
+            parts.append(_insert_if(memories, prefix, passed, *after).cte("inserted"))
+    parts.append(_insert_if(operations, f"s{len(changes) + 1}_", passed).cte("logged"))
+    return select(select(func.count()).select_from(guard).scalar_subquery()).add_cte(*parts)
+
+
+def _insert_if(table: Table, prefix: str, *where: Any) -> Insert:
+    """Insert one row of ``table`` (every column but ``id``, from parameters named
+    ``prefix + column``) only where ``where`` holds.
+
+    Selected rather than given as VALUES, so each parameter is cast to its column's
+    type; a bounded string is cast to TEXT so that the column itself still refuses a
+    value too long, as a cast to VARCHAR(n) would cut it instead.
+    """
+    columns = [column for column in table.columns if column.key != "id"]
+    return insert(table).from_select(
+        [column.key for column in columns],
+        select(*[cast(bindparam(prefix + column.key),
+                      Text() if isinstance(column.type, String) else column.type)
+                 for column in columns]).where(*where))
 
 
 _NAMED = re.compile(r"%\((\w+)\)s")
@@ -420,15 +525,22 @@ class PreparedStatements:
     with_log: Mapping[tuple[str, ...], Prepared]
     """The changes an operation may end with, by their statements' SQL, each combined
     with the operation log's insert (:func:`with_log`); empty on SQLite."""
+    read_state: Prepared | None
+    """None on SQLite, whose writes always decide under the database's write lock."""
+    guarded: Mapping[tuple[bool, tuple[str, ...]], Prepared]
+    """:func:`guarded_write` for each change list a write can decide, by whether the
+    entity is created and the SQL of the changes' own statements; empty on SQLite."""
 
 
 def prepare_all(dialect: Dialect) -> PreparedStatements:
     """Compile for a dialect that has connected once, so it knows the server's features."""
     pg = dialect.name == "postgresql"
     insert_memory = prepare(INSERT_MEMORY, dialect, _inserted(memories))
+    merge = prepare(MERGE, dialect)
+    parts = {"merge": merge, "supersede": prepare(SUPERSEDE, dialect),
+             "insert_memory": insert_memory}
     insert_operation = prepare(INSERT_OPERATION, dialect, _inserted(operations))
     insert_tombstone = prepare(INSERT_TOMBSTONE, dialect, _inserted(tombstones))
-    merge = prepare(MERGE, dialect)
     delete_active = prepare(DELETE_ACTIVE, dialect)
     mark_deleted = prepare(MARK_DELETED, dialect)
     mark_restored = prepare(MARK_RESTORED, dialect)
@@ -439,7 +551,7 @@ def prepare_all(dialect: Dialect) -> PreparedStatements:
         lock_entity=prepare(lock_entity(dialect.name), dialect, ("namespace", "entity_id")),
         current_record=prepare(CURRENT_RECORD, dialect),
         merge=merge,
-        supersede=prepare(SUPERSEDE, dialect),
+        supersede=parts["supersede"],
         insert_memory=insert_memory,
         insert_operation=insert_operation,
         insert_tombstone=insert_tombstone,
@@ -455,4 +567,19 @@ def prepare_all(dialect: Dialect) -> PreparedStatements:
         lock_current=prepare(lock_current(), dialect) if pg else None,
         with_log={tuple(part.sql for part in parts): with_log(parts, insert_operation)
                   for parts in endings} if pg else {},
+        read_state=prepare(read_state(), dialect) if pg else None,
+        guarded={(created, tuple(parts[name].sql for name in changes)):
+                 prepare(guarded_write(created=created, changes=changes), dialect)
+                 for created, changes in _GUARDED_SHAPES} if pg else {},
     )
+
+
+_GUARDED_SHAPES = (
+    (True, ("insert_memory",)),
+    (False, ()),
+    (False, ("insert_memory",)),
+    (False, ("merge",)),
+    (False, ("supersede", "insert_memory")),
+)
+"""Every (created, changes) a write's decision can make: an entity the read did not find
+can only take an insert."""

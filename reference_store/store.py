@@ -4,11 +4,16 @@ Each write, delete and restore is one transaction that first upserts the entity'
 in ``entities``. That upsert is the serialization point: on PostgreSQL it takes the row
 lock, on SQLite the transaction already holds the database write lock (``BEGIN
 IMMEDIATE``). Under that lock the store reads the tombstone state and the current record
-of the key, and decides. Nothing is decided from data that may have changed before the
-lock was granted, which is why concurrent writers can never both insert, and a stale
-write can never slip past a newer one. (On PostgreSQL the statement that takes the lock
-also reads the record, from a snapshot taken before it waited; that record is used only
-when the lock proves nothing changed the entity since: see ``statements.lock_current``.)
+of the key, and decides. Nothing is applied that was decided on data which may have
+changed since, which is why concurrent writers can never both insert, and a stale write
+can never slip past a newer one.
+
+Every change to an entity's memories also bumps its ``next_version`` under that lock,
+and PostgreSQL writes rely on it. A write there first tries without a transaction: it
+reads the entity and the key's record, decides, and sends its changes in one statement
+that applies them only if the version is still the one it read (``_write_guarded``). If
+another operation got in between every time, it takes the lock as above, in a statement
+that also reads the record (``statements.lock_current``).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 from sqlalchemy import Connection, Engine, delete, func, select, text
@@ -75,8 +81,20 @@ _Decide = Callable[[tuple[Any, ...], Callable[[], tuple[Any, ...] | None], float
 """An operation's rules (see ``_decide_write``)."""
 
 
+_GUARDED_TRIES = 3
+"""Reads and guarded writes a write tries on PostgreSQL before it takes the entity lock:
+each failed guard means another operation changed the entity in between."""
+
+
 class _Replayed(Exception):
-    """The op_id was seen before: the transaction is rolled back and the first outcome wins."""
+    """The op_id was seen before: the transaction is rolled back and the first outcome wins.
+
+    ``outcome`` is that outcome when the write found it already logged, before changing
+    anything; otherwise the caller reads it."""
+
+    def __init__(self, outcome: Ack | None = None) -> None:
+        super().__init__(outcome)
+        self.outcome = outcome
 
 
 class ReferenceStore:
@@ -231,28 +249,71 @@ class ReferenceStore:
 
     def _run_op(self, op: Write | Delete | Restore, kind: str, decide: _Decide,
                 attr_key: str | None = None) -> Ack:
-        """One operation's transaction: the entity lock, the decision under it, its
-        changes, and the operation log. ``attr_key`` is a write's, whose decision reads
-        the key's current record."""
-        key = {"namespace": op.namespace, "entity_id": op.entity_id}
-
+        """One operation: the entity lock, the decision under it, its changes and the
+        operation log, as one transaction; on PostgreSQL a write first tries without
+        one (:meth:`_write_guarded`). ``attr_key`` is a write's, whose decision reads the
+        key's current record."""
         def attempt() -> Ack:
             with self._driver(write=True) as tx:
                 state, current = self._lock(tx, op, attr_key)
                 now = self._clock()
                 ack, changes = decide(state, current, now)
-                self._finish(tx, changes, {
-                    **key, "op_id": op.op_id, "kind": kind, "applied": ack.applied,
-                    "version": ack.version, "reason": ack.reason, "created_at": now})
+                self._finish(tx, changes, _logged(op, kind, ack, now))
                 return ack
 
         try:
-            ack = self._retrying(attempt)
-        except _Replayed:
+            read_state = self._sql.read_state
+            guarded = (None if attr_key is None or read_state is None
+                       else self._write_guarded(read_state, op, kind, decide, attr_key))
+            ack = self._retrying(attempt) if guarded is None else guarded
+        except _Replayed as replayed:
+            if replayed.outcome is not None:
+                return replayed.outcome
             return self._first_outcome(op.namespace, op.op_id)
         if self.metrics is not None:
             self.metrics.acknowledged(kind, ack)
         return ack
+
+    def _write_guarded(self, read_state: sql.Prepared, op: Write | Delete | Restore, kind: str,
+                       decide: _Decide, attr_key: str) -> Ack | None:
+        """A write on PostgreSQL in two round trips and no transaction: read what it
+        decides on (:func:`~reference_store.statements.read_state`), decide, and send
+        the changes with a guard that applies them only if the entity is still as read
+        (:func:`~reference_store.statements.guarded_write`). None if the entity changed
+        under it every time; the caller then takes the lock.
+
+        A replay whose first outcome is already logged is answered from the read alone.
+        """
+        reading = {"p_namespace": op.namespace, "p_entity_id": op.entity_id,
+                   "p_attr_key": attr_key, "p_op_id": op.op_id}
+        for _ in range(_GUARDED_TRIES):
+            row = self._answer(sql.Plan(read_state, reading, _only_row))
+            seen, deleted, delete_seq, restore_seq = row[:4]
+            found, (applied, logged_version, reason) = row[4:9], row[9:]
+            if applied is not None:
+                raise _Replayed(Ack(bool(applied), None if logged_version is None
+                                    else int(logged_version), reason))
+            state = (1 if seen is None else seen + 1, bool(deleted), delete_seq, restore_seq)
+            now = self._clock()
+            ack, changes = decide(state, partial(_found, found), now)
+            statement = self._sql.guarded[(seen is None,
+                                           tuple(part.sql for part, _ in changes))]
+            params = sql.prefixed(
+                {"p_namespace": op.namespace, "p_entity_id": op.entity_id, "p_seen": seen},
+                *(part for _, part in changes), _logged(op, kind, ack, now))
+            if self._retrying(partial(self._guarded, statement, params)):
+                return ack
+        return None
+
+    def _guarded(self, statement: sql.Prepared, params: dict[str, Any]) -> bool:
+        """Send a guarded write as a transaction of its own; whether its guard held."""
+        with self._driver(write=True, single=True) as tx:
+            try:
+                return bool(tx.one(statement, params)[0])
+            except IntegrityError as error:
+                if _refused_by(error, operations.name):
+                    raise _Replayed from error
+                raise
 
     def _lock(self, tx: DriverTransaction, op: Write | Delete | Restore, attr_key: str | None
               ) -> tuple[tuple[Any, ...], Callable[[], tuple[Any, ...] | None]]:
@@ -270,7 +331,7 @@ class ReferenceStore:
             row = tx.one(lock_current, where)
             state, seen, found = row[:4], row[4], row[5:]
             if state[0] == (0 if seen is None else seen) + 1:
-                return state, lambda: None if found[0] is None else found
+                return state, partial(_found, found)
         else:
             state = tx.one(self._sql.lock_entity, {"namespace": op.namespace,
                                                    "entity_id": op.entity_id})
@@ -304,8 +365,7 @@ class ReferenceStore:
             tx.run(statement, params)
         except IntegrityError as error:
             # Combined with changes, the refusal may be theirs: only the log's is a replay.
-            diag = getattr(error.orig, "diag", None)
-            if alone or getattr(diag, "table_name", None) == operations.name:
+            if alone or _refused_by(error, operations.name):
                 raise _Replayed from error
             raise
 
@@ -477,6 +537,28 @@ class ReferenceStore:
             query = query.where(memories.c.status == status)
         with self._connect() as conn:
             return int(conn.execute(query).scalar_one())
+
+
+def _logged(op: Write | Delete | Restore, kind: str, ack: Ack, now: float) -> dict[str, Any]:
+    """The operation log's row of an operation and its outcome."""
+    return {"namespace": op.namespace, "entity_id": op.entity_id, "op_id": op.op_id,
+            "kind": kind, "applied": ack.applied, "version": ack.version,
+            "reason": ack.reason, "created_at": now}
+
+
+def _refused_by(error: IntegrityError, table: str) -> bool:
+    """Whether the refusal names ``table`` (PostgreSQL says; SQLite never does)."""
+    return getattr(getattr(error.orig, "diag", None), "table_name", None) == table
+
+
+def _found(record: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    """A current record read by an outer join: None where the key has none."""
+    return None if record[0] is None else record
+
+
+def _only_row(rows: Sequence[tuple[Any, ...]]) -> tuple[Any, ...]:
+    (row,) = rows
+    return row
 
 
 def _ack(rows: Sequence[tuple[Any, ...]]) -> Ack:

@@ -1,17 +1,16 @@
 """What a write, delete or restore must keep doing when anything fails, on both databases.
 
-On PostgreSQL a write is one transaction of four or five round trips: BEGIN, the entity
-lock with the key's current record, a supersede when there is one, the last change
-combined with the operation log's insert, and COMMIT (statements.lock_current and
-with_log). psycopg's pipeline mode would send fewer, but costs more CPU in the service
-(docs/performance.md, "HTTP service"). Combining moves where some errors surface: a
-replay's refused insert into ``operations`` comes back from the statement that also
-makes the operation's changes. These tests pin what any such change must not alter: a
-replay gets the first outcome, even when two connections race; any other integrity error
-is raised, as the statement's that failed; transient failures are retried, in the first
-statement and in later ones; a connection that dies mid-transaction is reported and
-leaves nothing half-written; and the round trips each kind of operation takes, read
-from libpq's protocol trace.
+On PostgreSQL a write takes two round trips and no transaction: it reads what it decides
+on, then sends its changes and the operation log in one statement guarded by the
+entity's version (statements.read_state, guarded_write). When the entity changed in
+between, every time, it takes the entity lock instead: a transaction of four or five
+round trips (statements.lock_current, with_log), as deletes and restores always do. The
+tests of a write run both ways (``write_path``). These tests pin what any change of the
+write path must not alter: a replay gets the first outcome, even when two connections
+race; any other integrity error is raised, as the statement's that failed; transient
+failures are retried, in the first statement and in later ones; a connection that dies
+mid-transaction is reported and leaves nothing half-written; and the round trips each
+kind of operation takes, read from libpq's protocol trace.
 """
 
 from __future__ import annotations
@@ -31,6 +30,7 @@ from sqlalchemy.exc import IntegrityError, OperationalError
 
 from invariants.backend import Ack, Delete, Record, Restore, Write
 from reference_store import ReferenceStore, StoreConfig
+from reference_store import store as store_module
 from reference_store.metrics import StoreMetrics
 
 
@@ -49,11 +49,27 @@ def _count(store: ReferenceStore, table: str) -> int:
         return int(conn.exec_driver_sql(f"SELECT count(*) FROM {table}").scalar_one())
 
 
-def _ending_with_insert(store: ReferenceStore) -> str:
-    """The statement that inserts a memory: with the operation log's on PostgreSQL."""
+_GUARDED_TRIES = {"guarded": store_module._GUARDED_TRIES, "fallback": 1, "locked": 0}
+
+
+@pytest.fixture(params=list(_GUARDED_TRIES))
+def write_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """How writes run on PostgreSQL: guarded; guarded once, then under the entity lock
+    if that guard failed (as a write does when its guard keeps failing); or under the
+    lock from the start. (SQLite has one way, which each runs.)"""
+    monkeypatch.setattr(store_module, "_GUARDED_TRIES", _GUARDED_TRIES[request.param])
+    return str(request.param)
+
+
+def _inserting(store: ReferenceStore, write_path: str) -> str:
+    """The statement that inserts a new entity's first memory: on PostgreSQL, with the
+    operation log's, and the guard's when the write is guarded."""
     insert = store._sql.insert_memory.sql
-    combined = store._sql.with_log.get((insert,))
-    return insert if combined is None else combined.sql
+    if store.engine.dialect.name != "postgresql":
+        return insert
+    if write_path != "locked":
+        return store._sql.guarded[(True, (insert,))].sql
+    return store._sql.with_log[(insert,)].sql
 
 
 def _retries(registry: CollectorRegistry) -> float | None:
@@ -83,10 +99,11 @@ def test_a_replayed_op_id_gets_the_first_outcome(db_url: str) -> None:
 
 
 def test_a_replay_racing_on_two_connections_gets_the_first_outcome(
-        fresh_pg_url: str) -> None:
+        fresh_pg_url: str, write_path: str) -> None:
     """Both writers wait for the entity lock, which the test holds; the second to get it
-    decides on its own (a merge into the first one's record), and learns of the replay
-    only when its insert into the operation log is refused."""
+    learns of the replay from the operation log: guarded, in the read it makes again
+    after its guard failed; locked, when its insert into the log is refused, after it
+    decided on its own (a merge into the first one's record)."""
     op = Write("ns", "e", "city", "Oslo", 2, "w2")
     with ReferenceStore(fresh_pg_url) as store, \
             psycopg.connect(_libpq(fresh_pg_url)) as admin, \
@@ -123,11 +140,12 @@ def _waiting_for_locks(watch: psycopg.Connection[Any], count: int) -> None:
 
 @pytest.mark.parametrize("second", ["newer", "older"])
 def test_a_write_that_waited_for_the_lock_decides_on_the_record_it_finds_then(
-        fresh_pg_url: str, second: str) -> None:
+        fresh_pg_url: str, second: str, write_path: str) -> None:
     """Two writes of one key wait for the entity lock, which the test holds. Each read
-    the key's record in the statement that waits (statements.lock_current), before the
-    other wrote; the second to get the lock must decide on what the first wrote, not on
-    that: supersede it or lose to it, never retry on the unique index."""
+    the key's record before the other wrote (guarded: in its read; locked: in the
+    statement that waits, statements.lock_current); the second to get the lock must
+    decide on what the first wrote, not on that: supersede it or lose to it, never retry
+    on the unique index."""
     registry = CollectorRegistry()
     newer = Write("ns", "e", "city", "Rome", 3, "w3")
     older = Write("ns", "e", "city", "Oslo", 2, "w2")
@@ -157,7 +175,7 @@ def test_a_write_that_waited_for_the_lock_decides_on_the_record_it_finds_then(
 
 
 def test_a_write_that_waited_for_a_forget_does_not_supersede_what_it_archived(
-        fresh_pg_url: str) -> None:
+        fresh_pg_url: str, write_path: str) -> None:
     """The forget takes the entity lock first and archives the record the waiting write
     read before it; the write must find no current record once it holds the lock, and
     leave the archived row archived."""
@@ -186,8 +204,8 @@ def test_a_write_that_waited_for_a_forget_does_not_supersede_what_it_archived(
 
 
 @pytest.mark.parametrize("constraint", ["check", "unique"])
-def test_an_integrity_error_that_is_not_a_replay_is_raised(db_url: str,
-                                                           constraint: str) -> None:
+def test_an_integrity_error_that_is_not_a_replay_is_raised(db_url: str, constraint: str,
+                                                           write_path: str) -> None:
     """Refused by the memory insert, which comes before the operation log's insert; a
     unique violation there has the replay's SQLSTATE, and is still no replay (it is
     retried as transient, then raised)."""
@@ -211,7 +229,7 @@ def test_an_integrity_error_that_is_not_a_replay_is_raised(db_url: str,
                   _count(store, "entities"))
         with pytest.raises(IntegrityError) as caught:
             store.write(refused)
-        assert caught.value.statement == _ending_with_insert(store)
+        assert caught.value.statement == _inserting(store, write_path)
         assert _retries(registry) == (1.0 if constraint == "unique" else 0.0)
         assert (_count(store, "operations"), _count(store, "memories"),
                 _count(store, "entities")) == before
@@ -253,35 +271,57 @@ def test_a_serialization_failure_after_the_lock_is_retried(fresh_pg_url: str) ->
         assert (_count(store, "operations"), _count(store, "memories")) == (1, 1)
 
 
-def test_a_connection_killed_mid_transaction_raises_and_writes_nothing(
-        fresh_pg_url: str) -> None:
-    """The store reads its clock once it holds the entity lock: there the test terminates
-    the store's backend."""
-    doomed: list[int] = []
-
+def _killing_clock(url: str, doomed: list[int]) -> Callable[[], float]:
+    """A clock that terminates the backends in ``doomed`` when read: the store reads its
+    clock once it has what it decides on (holding the entity lock, unless guarded)."""
     def clock() -> float:
         if doomed:
-            with psycopg.connect(_libpq(fresh_pg_url), autocommit=True) as admin:
+            with psycopg.connect(_libpq(url), autocommit=True) as admin:
                 admin.execute("SELECT pg_terminate_backend(%s)", doomed)
                 while admin.execute("SELECT 1 FROM pg_stat_activity WHERE pid = %s",
                                     doomed).fetchone():
                     time.sleep(0.01)
         return time.time()
+    return clock
 
-    with ReferenceStore(fresh_pg_url, clock=clock) as store:
+
+def _doom_kept_connection(store: ReferenceStore, doomed: list[int]) -> None:
+    kept = store._connections.acquire()
+    doomed.append(kept.driver_connection.info.backend_pid)
+    store._connections.release(kept)
+
+
+def test_a_connection_killed_mid_transaction_raises_and_writes_nothing(
+        fresh_pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(store_module, "_GUARDED_TRIES", 0)  # a write under the lock
+    doomed: list[int] = []
+    with ReferenceStore(fresh_pg_url, clock=_killing_clock(fresh_pg_url, doomed)) as store:
         store.write(Write("ns", "other", "city", "Paris", 1, "w0"))
-        kept = store._connections.acquire()
-        doomed.append(kept.driver_connection.info.backend_pid)
-        store._connections.release(kept)
+        _doom_kept_connection(store, doomed)
         with pytest.raises(OperationalError) as caught:
             store.write(Write("ns", "e", "city", "Oslo", 2, "w1"))
         doomed.clear()
         assert caught.value.connection_invalidated
-        assert caught.value.statement == _ending_with_insert(store)
+        assert caught.value.statement == _inserting(store, "locked")
         assert store.read("ns", "e") == []
         assert (_count(store, "operations"), _count(store, "entities")) == (1, 1)
         # The entity row's upsert was undone too: its first version is handed out again.
         assert store.write(Write("ns", "e", "city", "Oslo", 2, "w1")) == Ack(True, 1)
+
+
+def test_a_guarded_write_whose_connection_died_after_its_read_is_applied_once(
+        fresh_pg_url: str) -> None:
+    """Nothing of the write has reached the server when its connection dies, so its
+    guarded statement goes on a fresh connection, as any statement that finds its
+    connection dead before anything was sent does."""
+    doomed: list[int] = []
+    with ReferenceStore(fresh_pg_url, clock=_killing_clock(fresh_pg_url, doomed)) as store:
+        store.write(Write("ns", "other", "city", "Paris", 1, "w0"))
+        _doom_kept_connection(store, doomed)
+        assert store.write(Write("ns", "e", "city", "Oslo", 2, "w1")) == Ack(True, 1)
+        doomed.clear()
+        assert store.read("ns", "e") == [Record("e", "city", "Oslo", 2, 1)]
+        assert (_count(store, "operations"), _count(store, "entities")) == (2, 2)
 
 
 def _exchanges(trace: str) -> list[list[str]]:
@@ -319,11 +359,23 @@ def _round_trips(store: ReferenceStore, call: Callable[[], object]) -> list[list
         return _exchanges(out.read())
 
 
-def test_round_trips_of_each_operation_on_postgresql(fresh_pg_url: str) -> None:
-    """BEGIN, the entity lock (with a write's current record), a supersede's own
-    statement, the changes with the operation log, and COMMIT. A replay adds psycopg's
+@pytest.mark.parametrize(("path", "expected"), [
+    ("guarded", {"new key": 2, "supersede": 2, "merge": 2, "stale": 2, "delete": 4,
+                 "restore": 4, "replayed write": 1, "replayed delete": 5}),
+    ("locked", {"new key": 4, "supersede": 5, "merge": 4, "stale": 4, "delete": 4,
+                "restore": 4, "replayed write": 5, "replayed delete": 5}),
+])
+def test_round_trips_of_each_operation_on_postgresql(
+        fresh_pg_url: str, monkeypatch: pytest.MonkeyPatch, path: str,
+        expected: dict[str, int]) -> None:
+    """A guarded write: its read, then its changes with the operation log (a replay
+    already logged: the read alone). Under the lock, and every delete and restore:
+    BEGIN, the entity lock (with a write's current record), a supersede's own statement,
+    the changes with the operation log, and COMMIT. A replay there adds psycopg's
     ROLLBACK (and its DEALLOCATE ALL, when it has prepared statements to forget, not
     counted here) and the read of the first outcome, a statement of its own."""
+    if path == "locked":
+        monkeypatch.setattr(store_module, "_GUARDED_TRIES", 0)
     with ReferenceStore(fresh_pg_url) as store:
         for n in range(6):  # past psycopg's prepare threshold, whose PREPAREs take a trip
             w = f"warm{n}"
@@ -345,5 +397,4 @@ def test_round_trips_of_each_operation_on_postgresql(fresh_pg_url: str) -> None:
         ]:
             counts[label] = len([sent for sent in _round_trips(store, call)
                                  if sent != ['19\tQuery\t "DEALLOCATE ALL"']])
-        assert counts == {"new key": 4, "supersede": 5, "merge": 4, "stale": 4, "delete": 4,
-                          "restore": 4, "replayed write": 5, "replayed delete": 5}
+        assert counts == expected
