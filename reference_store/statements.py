@@ -93,7 +93,6 @@ CURRENT_RECORD = select(
 ).where(_ns, _entity, memories.c.attr_key == bindparam("p_attr_key"), _active)
 
 
-
 def merge(prefix: str = "") -> Update:
     """Advance a record's causal seq (a paraphrase of its fact was written)."""
     return update(memories).where(memories.c.id == bindparam(prefix + "p_id")).values(
@@ -370,7 +369,8 @@ def with_log(parts: Sequence[Prepared], log: Prepared) -> Prepared:
 
 
 def prefixed(*params: Mapping[str, Any]) -> dict[str, Any]:
-    """The parameters of a :func:`with_log` statement: statement ``n``'s under ``s<n>_``."""
+    """The parameters of a :func:`with_log` or :func:`guarded_write` statement: statement
+    ``n``'s under ``s<n>_``."""
     return {f"s{n}_{key}": value for n, given in enumerate(params) for key, value in given.items()}
 
 
