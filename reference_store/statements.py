@@ -22,6 +22,7 @@ from operator import itemgetter
 from typing import Any, Generic, TypeVar
 
 from sqlalchemy import (
+    BigInteger,
     Insert,
     Select,
     String,
@@ -99,10 +100,12 @@ def merge(prefix: str = "") -> Update:
         causal_seq=bindparam(prefix + "p_causal_seq"), updated_at=bindparam(prefix + "p_now"))
 
 
-def supersede(prefix: str = "") -> Update:
-    """Retire a record in favour of the version about to be inserted."""
+def supersede(prefix: str = "", *, by: Any = None) -> Update:
+    """Retire a record in favour of the version about to be inserted: ``p_version``, or
+    ``by`` where the statement itself hands that version out."""
     return update(memories).where(memories.c.id == bindparam(prefix + "p_id")).values(
-        status="superseded", superseded_by=bindparam(prefix + "p_version"),
+        status="superseded",
+        superseded_by=bindparam(prefix + "p_version") if by is None else by,
         updated_at=bindparam(prefix + "p_now"))
 
 
@@ -249,8 +252,8 @@ def read_state() -> Select[Any]:
     for an entity never seen), then :data:`CURRENT_RECORD`'s columns, then the outcome
     logged under the write's op_id (``applied``, ``version``, ``reason``; None unless it
     is a replay). Execute it with ``p_namespace``, ``p_entity_id``, ``p_attr_key`` and
-    ``p_op_id``; :func:`guarded_write` then applies the decision only if the entity is
-    still as read.
+    ``p_op_id``; :func:`guarded_write` then applies the decision only if what it was
+    decided on is still so.
     """
     base = select(literal_column("1").label("one")).subquery("base")
     current = CURRENT_RECORD.subquery("current")
@@ -268,20 +271,29 @@ GUARDED_CHANGES = ("merge", "supersede", "insert_memory")
 """The changes :func:`guarded_write` can carry, in the order they run."""
 
 
-def guarded_write(*, created: bool, changes: tuple[str, ...]) -> Select[Any]:
+def guarded_write(*, created: bool, current: bool, changes: tuple[str, ...]) -> Select[Any]:
     """A write's decided changes and its operation log, applied in one statement only if
-    the entity is still as :func:`read_state` saw it (PostgreSQL, autocommit).
+    what :func:`read_state` read for its key is still so (PostgreSQL, autocommit).
 
-    The guard bumps the entity's ``next_version`` from ``p_seen`` (or, when ``created``,
-    makes the row of an entity the read did not find) and takes the row lock doing so.
-    Every change to an entity's memories bumps that version under the same lock, so if
-    the guard finds another version (or a row already made), something changed since
-    the read: then nothing is written, and the statement returns 0, not 1. The other
-    parts depend on the guard; a supersede runs before the insert, which the unique
-    index of active records must see it done for.
+    A write decides on its entity's tombstone state and its key's current record, so
+    the guard checks exactly those, on the rows as they are now (a row lock re-reads a
+    row changed since the statement's snapshot): the entity's ``deleted`` and
+    ``delete_seq`` are ``p_deleted`` and ``p_delete_seq``, and, when the read found a
+    ``current`` record, row ``p_current_id`` is still active at ``p_current_seq``. A key
+    the read found no record for must still have none, which the unique index of
+    active records checks when the insert comes. So writes of other keys of the entity
+    do not disturb it, and writes of the same key, forgets and deletes do.
+
+    The guard bumps the entity's ``next_version`` (or, when ``created``, makes the row of
+    an entity the read did not find), taking the entity's row lock before the record's,
+    as every writer does; an inserted record takes that version, and so do the
+    superseded record's pointer and the log's entry. The other parts run only if the
+    guard held; a supersede runs before the insert, which the unique index must see it
+    done for. The statement returns that version and whether the guard held.
 
     Parameters, as :func:`prefixed` gives them: the guard's (``p_namespace``,
-    ``p_entity_id``, ``p_seen``), then each change's in order, then the log's.
+    ``p_entity_id``, ``p_deleted``, ``p_delete_seq``, ``p_current_id``,
+    ``p_current_seq``), then each change's in order, then the log's.
     """
     unknown = [name for name in changes if name not in GUARDED_CHANGES]
     if unknown or list(changes) != sorted(changes, key=GUARDED_CHANGES.index):
@@ -295,30 +307,44 @@ def guarded_write(*, created: bool, changes: tuple[str, ...]) -> Select[Any]:
         guard = (update(entities)
                  .where(entities.c.namespace == key["namespace"],
                         entities.c.entity_id == key["entity_id"],
-                        entities.c.next_version == bindparam("s0_p_seen"))
+                        entities.c.deleted == bindparam("s0_p_deleted"),
+                        entities.c.delete_seq.is_not_distinct_from(
+                            bindparam("s0_p_delete_seq", type_=BigInteger)))
                  .values(next_version=entities.c.next_version + 1)
                  .returning(entities.c.next_version).cte("guard"))
-    passed = exists(select(guard.c.next_version))
-    parts = []
+    held: Any = exists(select(guard.c.next_version))
+    ctes: list[Any] = []
+    if current:
+        record = (select(memories.c.id)
+                  .where(memories.c.id == bindparam("s0_p_current_id"), _active,
+                         memories.c.causal_seq == bindparam("s0_p_current_seq"), held)
+                  .with_for_update().cte("record"))
+        ctes.append(record)
+        held = exists(select(record.c.id))
+    version = select(guard.c.next_version).scalar_subquery()
+    inserting = "insert_memory" in changes
     superseded = None
     for n, name in enumerate(changes, start=1):
         prefix = f"s{n}_"
         if name == "merge":
-            parts.append(merge(prefix).where(passed).cte("merged"))
+            ctes.append(merge(prefix).where(held).cte("merged"))
         elif name == "supersede":
-            superseded = supersede(prefix).where(passed).returning(memories.c.id).cte("superseded")
-            parts.append(superseded)
+            superseded = (supersede(prefix, by=version).where(held)
+                          .returning(memories.c.id).cte("superseded"))
+            ctes.append(superseded)
         else:
             after = () if superseded is None else (
                 select(func.count()).select_from(superseded).scalar_subquery() >= 0,)
-            parts.append(_insert_if(memories, prefix, passed, *after).cte("inserted"))
-    parts.append(_insert_if(operations, f"s{len(changes) + 1}_", passed).cte("logged"))
-    return select(select(func.count()).select_from(guard).scalar_subquery()).add_cte(*parts)
+            ctes.append(_insert_if(memories, prefix, {"version": version}, held, *after)
+                        .cte("inserted"))
+    ctes.append(_insert_if(operations, f"s{len(changes) + 1}_",
+                           {"version": version} if inserting else {}, held).cte("logged"))
+    return select(version, held).add_cte(*ctes)
 
 
-def _insert_if(table: Table, prefix: str, *where: Any) -> Insert:
-    """Insert one row of ``table`` (every column but ``id``, from parameters named
-    ``prefix + column``) only where ``where`` holds.
+def _insert_if(table: Table, prefix: str, given: Mapping[str, Any], *where: Any) -> Insert:
+    """Insert one row of ``table`` (every column but ``id``: ``given`` where it has the
+    column, else the parameter ``prefix + column``) only where ``where`` holds.
 
     Selected rather than given as VALUES, so each parameter is cast to its column's
     type; a bounded string is cast to TEXT so that the column itself still refuses a
@@ -327,8 +353,9 @@ def _insert_if(table: Table, prefix: str, *where: Any) -> Insert:
     columns = [column for column in table.columns if column.key != "id"]
     return insert(table).from_select(
         [column.key for column in columns],
-        select(*[cast(bindparam(prefix + column.key),
-                      Text() if isinstance(column.type, String) else column.type)
+        select(*[given[column.key] if column.key in given
+                 else cast(bindparam(prefix + column.key),
+                           Text() if isinstance(column.type, String) else column.type)
                  for column in columns]).where(*where))
 
 
@@ -527,9 +554,10 @@ class PreparedStatements:
     with the operation log's insert (:func:`with_log`); empty on SQLite."""
     read_state: Prepared | None
     """None on SQLite, whose writes always decide under the database's write lock."""
-    guarded: Mapping[tuple[bool, tuple[str, ...]], Prepared]
+    guarded: Mapping[tuple[bool, bool, tuple[str, ...]], Prepared]
     """:func:`guarded_write` for each change list a write can decide, by whether the
-    entity is created and the SQL of the changes' own statements; empty on SQLite."""
+    entity is created, whether the key had a current record, and the SQL of the changes'
+    own statements; empty on SQLite."""
 
 
 def prepare_all(dialect: Dialect) -> PreparedStatements:
@@ -568,18 +596,21 @@ def prepare_all(dialect: Dialect) -> PreparedStatements:
         with_log={tuple(part.sql for part in parts): with_log(parts, insert_operation)
                   for parts in endings} if pg else {},
         read_state=prepare(read_state(), dialect) if pg else None,
-        guarded={(created, tuple(parts[name].sql for name in changes)):
-                 prepare(guarded_write(created=created, changes=changes), dialect)
-                 for created, changes in _GUARDED_SHAPES} if pg else {},
+        guarded={(created, current, tuple(parts[name].sql for name in changes)):
+                 prepare(guarded_write(created=created, current=current, changes=changes),
+                         dialect)
+                 for created, current, changes in _GUARDED_SHAPES} if pg else {},
     )
 
 
 _GUARDED_SHAPES = (
-    (True, ("insert_memory",)),
-    (False, ()),
-    (False, ("insert_memory",)),
-    (False, ("merge",)),
-    (False, ("supersede", "insert_memory")),
+    (True, False, ("insert_memory",)),
+    (False, False, ()),
+    (False, False, ("insert_memory",)),
+    (False, True, ()),
+    (False, True, ("merge",)),
+    (False, True, ("supersede", "insert_memory")),
 )
-"""Every (created, changes) a write's decision can make: an entity the read did not find
-can only take an insert."""
+"""Every (created, current, changes) a write's decision can make: an entity the read did
+not find has no record and can only take an insert; a key with no record takes an insert
+or is refused, one with a record is merged into, superseded, or refused."""

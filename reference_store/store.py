@@ -9,11 +9,12 @@ changed since, which is why concurrent writers can never both insert, and a stal
 can never slip past a newer one.
 
 Every change to an entity's memories also bumps its ``next_version`` under that lock,
-and PostgreSQL writes rely on it. A write there first tries without a transaction: it
-reads the entity and the key's record, decides, and sends its changes in one statement
-that applies them only if the version is still the one it read (``_write_guarded``). If
-another operation got in between every time, it takes the lock as above, in a statement
-that also reads the record (``statements.lock_current``).
+and the PostgreSQL paths rely on it. A write there first tries without a transaction:
+it reads the entity and the key's record, decides, and sends its changes in one
+statement that applies them only if the entity's tombstone state and the key's record
+are still as read (``_write_guarded``). If another operation got in between every time,
+it takes the lock as above, in a statement that also reads the record
+(``statements.lock_current``).
 """
 
 from __future__ import annotations
@@ -83,7 +84,8 @@ _Decide = Callable[[tuple[Any, ...], Callable[[], tuple[Any, ...] | None], float
 
 _GUARDED_TRIES = 3
 """Reads and guarded writes a write tries on PostgreSQL before it takes the entity lock:
-each failed guard means another operation changed the entity in between."""
+each failed guard means another operation changed the key or deleted or restored the
+entity in between."""
 
 
 class _Replayed(Exception):
@@ -278,9 +280,10 @@ class ReferenceStore:
                        decide: _Decide, attr_key: str) -> Ack | None:
         """A write on PostgreSQL in two round trips and no transaction: read what it
         decides on (:func:`~reference_store.statements.read_state`), decide, and send
-        the changes with a guard that applies them only if the entity is still as read
-        (:func:`~reference_store.statements.guarded_write`). None if the entity changed
-        under it every time; the caller then takes the lock.
+        the changes with a guard that applies them only if the entity's tombstone state
+        and the key's current record are still as read
+        (:func:`~reference_store.statements.guarded_write`). None if they changed under
+        it every time; the caller then takes the lock.
 
         A replay whose first outcome is already logged is answered from the read alone.
         """
@@ -289,31 +292,44 @@ class ReferenceStore:
         for _ in range(_GUARDED_TRIES):
             row = self._answer(sql.Plan(read_state, reading, _only_row))
             seen, deleted, delete_seq, restore_seq = row[:4]
-            found, (applied, logged_version, reason) = row[4:9], row[9:]
+            record, (applied, logged_version, reason) = row[4:9], row[9:]
+            found = _found(record)
             if applied is not None:
                 raise _Replayed(Ack(bool(applied), None if logged_version is None
                                     else int(logged_version), reason))
+            # The version is the statement's to hand out; this one is only a placeholder.
             state = (1 if seen is None else seen + 1, bool(deleted), delete_seq, restore_seq)
             now = self._clock()
-            ack, changes = decide(state, partial(_found, found), now)
-            statement = self._sql.guarded[(seen is None,
-                                           tuple(part.sql for part, _ in changes))]
+            ack, changes = decide(state, partial(_found, record), now)
+            parts = tuple(part for part, _ in changes)
+            statement = self._sql.guarded[(seen is None, found is not None,
+                                           tuple(part.sql for part in parts))]
             params = sql.prefixed(
-                {"p_namespace": op.namespace, "p_entity_id": op.entity_id, "p_seen": seen},
-                *(part for _, part in changes), _logged(op, kind, ack, now))
-            if self._retrying(partial(self._guarded, statement, params)):
-                return ack
+                {"p_namespace": op.namespace, "p_entity_id": op.entity_id,
+                 "p_deleted": bool(deleted), "p_delete_seq": delete_seq,
+                 "p_current_id": None if found is None else found[0],
+                 "p_current_seq": None if found is None else found[3]},
+                *(given for _, given in changes), _logged(op, kind, ack, now))
+            version, held = self._retrying(partial(self._guarded, statement, params))
+            if held:
+                inserted = any(part is self._sql.insert_memory for part in parts)
+                return Ack(True, int(version)) if inserted else ack
         return None
 
-    def _guarded(self, statement: sql.Prepared, params: dict[str, Any]) -> bool:
-        """Send a guarded write as a transaction of its own; whether its guard held."""
+    def _guarded(self, statement: sql.Prepared, params: dict[str, Any]) -> tuple[Any, bool]:
+        """Send a guarded write as a transaction of its own: the version it handed out,
+        and whether its guard held. An active record of the key made since the read
+        (the unique index refuses the insert) is a guard that did not hold."""
         with self._driver(write=True, single=True) as tx:
             try:
-                return bool(tx.one(statement, params)[0])
+                version, held = tx.one(statement, params)
             except IntegrityError as error:
                 if _refused_by(error, operations.name):
                     raise _Replayed from error
+                if _constraint(error) == _ONE_ACTIVE:
+                    return None, False
                 raise
+        return version, bool(held)
 
     def _lock(self, tx: DriverTransaction, op: Write | Delete | Restore, attr_key: str | None
               ) -> tuple[tuple[Any, ...], Callable[[], tuple[Any, ...] | None]]:
@@ -544,6 +560,16 @@ def _logged(op: Write | Delete | Restore, kind: str, ack: Ack, now: float) -> di
     return {"namespace": op.namespace, "entity_id": op.entity_id, "op_id": op.op_id,
             "kind": kind, "applied": ack.applied, "version": ack.version,
             "reason": ack.reason, "created_at": now}
+
+
+_ONE_ACTIVE = "memories_one_active"
+"""The unique index of a key's active record (schema.py)."""
+
+
+def _constraint(error: IntegrityError) -> str | None:
+    """The constraint or unique index that refused a row (PostgreSQL says)."""
+    name: str | None = getattr(getattr(error.orig, "diag", None), "constraint_name", None)
+    return name
 
 
 def _refused_by(error: IntegrityError, table: str) -> bool:

@@ -68,7 +68,7 @@ def _inserting(store: ReferenceStore, write_path: str) -> str:
     if store.engine.dialect.name != "postgresql":
         return insert
     if write_path != "locked":
-        return store._sql.guarded[(True, (insert,))].sql
+        return store._sql.guarded[(True, False, (insert,))].sql
     return store._sql.with_log[(insert,)].sql
 
 
@@ -138,14 +138,15 @@ def _waiting_for_locks(watch: psycopg.Connection[Any], count: int) -> None:
         time.sleep(0.01)
 
 
+@pytest.mark.parametrize("recorded", [True, False], ids=["a record", "no record"])
 @pytest.mark.parametrize("second", ["newer", "older"])
 def test_a_write_that_waited_for_the_lock_decides_on_the_record_it_finds_then(
-        fresh_pg_url: str, second: str, write_path: str) -> None:
+        fresh_pg_url: str, second: str, recorded: bool, write_path: str) -> None:
     """Two writes of one key wait for the entity lock, which the test holds. Each read
-    the key's record before the other wrote (guarded: in its read; locked: in the
-    statement that waits, statements.lock_current); the second to get the lock must
-    decide on what the first wrote, not on that: supersede it or lose to it, never retry
-    on the unique index."""
+    the key's record (or that it had none) before the other wrote (guarded: in its
+    read; locked: in the statement that waits, statements.lock_current); the second to
+    get the lock must decide on what the first wrote, not on that: supersede it or lose
+    to it, never retry on the unique index."""
     registry = CollectorRegistry()
     newer = Write("ns", "e", "city", "Rome", 3, "w3")
     older = Write("ns", "e", "city", "Oslo", 2, "w2")
@@ -153,7 +154,7 @@ def test_a_write_that_waited_for_the_lock_decides_on_the_record_it_finds_then(
     with ReferenceStore(fresh_pg_url, metrics=StoreMetrics(registry)) as store, \
             psycopg.connect(_libpq(fresh_pg_url)) as admin, \
             psycopg.connect(_libpq(fresh_pg_url), autocommit=True) as watch:
-        store.write(Write("ns", "e", "city", "Paris", 1, "w1"))
+        store.write(Write("ns", "e", "city" if recorded else "pet", "Paris", 1, "w1"))
         admin.execute("SELECT 1 FROM entities WHERE entity_id = 'e' FOR UPDATE")
         acks: dict[str, Ack] = {}
         threads = []
@@ -166,10 +167,14 @@ def test_a_write_that_waited_for_the_lock_decides_on_the_record_it_finds_then(
         for thread in threads:
             thread.join()
         if second == "newer":
-            assert acks == {"w2": Ack(True, 2), "w3": Ack(True, 3)}
+            # A guard that found the record changed had already taken a version; one
+            # whose insert the unique index refused took none (the statement failed).
+            skipped = 1 if recorded and write_path != "locked" else 0
+            assert acks == {"w2": Ack(True, 2), "w3": Ack(True, 3 + skipped)}
         else:
             assert acks == {"w3": Ack(True, 2), "w2": Ack(False, 2, "stale")}
-        assert store.read("ns", "e") == [Record("e", "city", "Rome", 3, acks["w3"].version)]
+        records = store.read("ns", "e")
+        assert records[-1] == Record("e", "city", "Rome", 3, acks["w3"].version)
         assert _retries(registry) == 0.0
         assert _count(store, "memories") == (3 if second == "newer" else 2)
 
@@ -197,10 +202,41 @@ def test_a_write_that_waited_for_a_forget_does_not_supersede_what_it_archived(
         forgetting.join()
         writing.join()
         assert forgot == [1]
-        assert acks == [Ack(True, 3)]
-        assert store.read("ns", "e") == [Record("e", "city", "Oslo", 2, 3)]
+        # The forget took version 2; a guard that found the record archived took 3.
+        version = 3 if write_path == "locked" else 4
+        assert acks == [Ack(True, version)]
+        assert store.read("ns", "e") == [Record("e", "city", "Oslo", 2, version)]
         assert (store.count_rows(status="archived"), store.count_rows(status="superseded"),
                 store.count_rows(status="active")) == (1, 0, 1)
+
+
+def test_a_write_that_waited_for_a_delete_is_refused_as_tombstoned(
+        fresh_pg_url: str, write_path: str) -> None:
+    """The write read the entity live; the delete takes the entity lock first and
+    deletes it; the write must find it deleted, not revive it. It writes a key the
+    entity has no record of, so only the entity's tombstone state can tell."""
+    with ReferenceStore(fresh_pg_url) as store, \
+            psycopg.connect(_libpq(fresh_pg_url)) as admin, \
+            psycopg.connect(_libpq(fresh_pg_url), autocommit=True) as watch:
+        store.write(Write("ns", "e", "city", "Paris", 1, "w1"))
+        admin.execute("SELECT 1 FROM entities WHERE entity_id = 'e' FOR UPDATE")
+        deleted: list[Ack] = []
+        acks: list[Ack] = []
+        deleting = threading.Thread(target=lambda: deleted.append(
+            store.delete(Delete("ns", "e", 2, "d1"))))
+        deleting.start()
+        _waiting_for_locks(watch, 1)
+        writing = threading.Thread(target=lambda: acks.append(
+            store.write(Write("ns", "e", "job", "nurse", 3, "w2"))))
+        writing.start()
+        _waiting_for_locks(watch, 2)
+        admin.commit()
+        deleting.join()
+        writing.join()
+        assert deleted == [Ack(True, 2)]
+        assert acks == [Ack(False, reason="tombstoned")]
+        assert store.read("ns", "e") == []
+        assert store.count_rows(status="active") == 0
 
 
 @pytest.mark.parametrize("constraint", ["check", "unique"])
