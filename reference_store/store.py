@@ -24,7 +24,7 @@ import os
 import random
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
@@ -81,6 +81,9 @@ _Decide = Callable[[tuple[Any, ...], Callable[[], tuple[Any, ...] | None], float
                    tuple[Ack, _Changes]]
 """An operation's rules (see ``_decide_write``)."""
 
+
+_Steps = Generator[sql.Plan[Any], Any, Ack | None]
+"""A guarded write's plans, each answered by its caller (see ``_guarded_steps``)."""
 
 _GUARDED_TRIES = 3
 """Reads and guarded writes a write tries on PostgreSQL before it takes the entity lock:
@@ -147,6 +150,34 @@ class ReferenceStore:
 
     def remember(self, op: Write, options: WriteOptions = WriteOptions()) -> Ack:
         """Write with the agent-facing extras: memory type, tags, score and half-life."""
+        row = self._write_row(op, options)
+        return self._run_op(op, "write", self._write_rules(op, row), row["attr_key"])
+
+    def _remember_locked(self, op: Write, options: WriteOptions) -> Ack:
+        """:meth:`remember` under the entity lock from the start, for a write whose
+        guarded attempts were sent elsewhere and kept missing (service/pool.py)."""
+        row = self._write_row(op, options)
+        return self._run_op(op, "write", self._write_rules(op, row), row["attr_key"],
+                            guarded=False)
+
+    def _planned_write(self, op: Write, options: WriteOptions) -> _Steps | None:
+        """:meth:`remember`'s guarded attempts as plans, for a caller that sends them
+        itself (service/pool.py, from its event loop), sends back each plan's answer,
+        and answers a guarded write's refusal with :func:`guard_refused`. They end in
+        the outcome, or in None when the lock must be taken (:meth:`_remember_locked`).
+
+        None where writes are never guarded (SQLite) or where deciding may take long
+        (the semantic level asks an embedder). Bad input raises here, at once.
+        """
+        read_state = self._sql.read_state
+        if read_state is None or self.normalizer.level == "semantic":
+            return None
+        row = self._write_row(op, options)
+        return self._guarded_steps(read_state, op, "write", self._write_rules(op, row),
+                                   row["attr_key"])
+
+    def _write_row(self, op: Write, options: WriteOptions) -> dict[str, Any]:
+        """Check a write's input (raising before anything is sent) and build its row."""
         with self._counting_invalid("write"):
             check_op(op, max_value_bytes=self.config.max_value_bytes)
             check_memory_type(options.memory_type)
@@ -178,10 +209,10 @@ class ReferenceStore:
             "access_count": 0,
             "status": "active",
         }
-        return self._run_op(op, "write",
-                            lambda state, current, now: self._decide_write(op, row, state,
-                                                                           current, now),
-                            attr_key)
+        return row
+
+    def _write_rules(self, op: Write, row: dict[str, Any]) -> _Decide:
+        return lambda state, current, now: self._decide_write(op, row, state, current, now)
 
     def delete(self, op: Delete) -> Ack:
         with self._counting_invalid("delete"):
@@ -250,7 +281,7 @@ class ReferenceStore:
     # -- transactions ---------------------------------------------------------------
 
     def _run_op(self, op: Write | Delete | Restore, kind: str, decide: _Decide,
-                attr_key: str | None = None) -> Ack:
+                attr_key: str | None = None, *, guarded: bool = True) -> Ack:
         """One operation: the entity lock, the decision under it, its changes and the
         operation log, as one transaction; on PostgreSQL a write first tries without
         one (:meth:`_write_guarded`). ``attr_key`` is a write's, whose decision reads the
@@ -265,32 +296,37 @@ class ReferenceStore:
 
         try:
             read_state = self._sql.read_state
-            guarded = (None if attr_key is None or read_state is None
-                       else self._write_guarded(read_state, op, kind, decide, attr_key))
-            ack = self._retrying(attempt) if guarded is None else guarded
+            sent = (None if attr_key is None or read_state is None or not guarded
+                    else self._sent(self._guarded_steps(read_state, op, kind, decide, attr_key)))
+            ack = self._retrying(attempt) if sent is None else sent
         except _Replayed as replayed:
             if replayed.outcome is not None:
                 return replayed.outcome
-            return self._first_outcome(op.namespace, op.op_id)
-        if self.metrics is not None:
-            self.metrics.acknowledged(kind, ack)
+            return self._answer(self._plan_first_outcome(op.namespace, op.op_id))
+        self._acknowledged(kind, ack)
         return ack
 
-    def _write_guarded(self, read_state: sql.Prepared, op: Write | Delete | Restore, kind: str,
-                       decide: _Decide, attr_key: str) -> Ack | None:
-        """A write on PostgreSQL in two round trips and no transaction: read what it
-        decides on (:func:`~reference_store.statements.read_state`), decide, and send
-        the changes with a guard that applies them only if the entity's tombstone state
-        and the key's current record are still as read
-        (:func:`~reference_store.statements.guarded_write`). None if they changed under
-        it every time; the caller then takes the lock.
+    def _acknowledged(self, kind: str, ack: Ack) -> None:
+        if self.metrics is not None:
+            self.metrics.acknowledged(kind, ack)
 
-        A replay whose first outcome is already logged is answered from the read alone.
+    def _guarded_steps(self, read_state: sql.Prepared, op: Write | Delete | Restore,
+                       kind: str, decide: _Decide, attr_key: str) -> _Steps:
+        """A write on PostgreSQL in two round trips and no transaction, as the plans to
+        send, each plan's answer sent back: read what it decides on
+        (:func:`~reference_store.statements.read_state`), decide, and send the changes
+        with a guard that applies them only if the entity's tombstone state and the
+        key's current record are still as read
+        (:func:`~reference_store.statements.guarded_write`). It ends in the outcome, or
+        in None if they changed under it every time: the lock must be taken.
+
+        A replay whose first outcome is already logged is answered from the read alone
+        (raising :class:`_Replayed` with it).
         """
         reading = {"p_namespace": op.namespace, "p_entity_id": op.entity_id,
                    "p_attr_key": attr_key, "p_op_id": op.op_id}
         for _ in range(_GUARDED_TRIES):
-            row = self._answer(sql.Plan(read_state, reading, _only_row))
+            row = yield sql.Plan(read_state, reading, _only_row)
             seen, deleted, delete_seq, restore_seq = row[:4]
             record, (applied, logged_version, reason) = row[4:9], row[9:]
             found = _found(record)
@@ -310,26 +346,32 @@ class ReferenceStore:
                  "p_current_id": None if found is None else found[0],
                  "p_current_seq": None if found is None else found[3]},
                 *(given for _, given in changes), _logged(op, kind, ack, now))
-            version, held = self._retrying(partial(self._guarded, statement, params))
+            version, held = yield sql.Plan(statement, params, _guard_answer, writes=True)
             if held:
                 inserted = any(part is self._sql.insert_memory for part in parts)
                 return Ack(True, int(version)) if inserted else ack
         return None
 
-    def _guarded(self, statement: sql.Prepared, params: dict[str, Any]) -> tuple[Any, bool]:
-        """Send a guarded write as a transaction of its own: the version it handed out,
-        and whether its guard held. An active record of the key made since the read
-        (the unique index refuses the insert) is a guard that did not hold."""
+    def _sent(self, steps: _Steps) -> Ack | None:
+        """Run a write's guarded attempts from this thread."""
+        answer: Any = None
+        while True:
+            try:
+                plan = steps.send(answer)
+            except StopIteration as done:
+                result: Ack | None = done.value
+                return result
+            answer = (self._retrying(partial(self._send_guarded, plan)) if plan.writes
+                      else self._answer(plan))
+
+    def _send_guarded(self, plan: sql.Plan[tuple[Any, bool]]) -> tuple[Any, bool]:
+        """Send a guarded write as a transaction of its own."""
         with self._driver(write=True, single=True) as tx:
             try:
-                version, held = tx.one(statement, params)
+                rows = tx.all(plan.statement, plan.params)
             except IntegrityError as error:
-                if _refused_by(error, operations.name):
-                    raise _Replayed from error
-                if _constraint(error) == _ONE_ACTIVE:
-                    return None, False
-                raise
-        return version, bool(held)
+                return guard_refused(error)
+        return plan.finish(rows)
 
     def _lock(self, tx: DriverTransaction, op: Write | Delete | Restore, attr_key: str | None
               ) -> tuple[tuple[Any, ...], Callable[[], tuple[Any, ...] | None]]:
@@ -395,12 +437,12 @@ class ReferenceStore:
                 self.metrics.invalid(kind)
             raise
 
-    def _first_outcome(self, namespace: str, op_id: str) -> Ack:
+    def _plan_first_outcome(self, namespace: str, op_id: str) -> sql.Plan[Ack]:
         """The outcome logged for ``op_id``, read by one statement of its own (one round
         trip to PostgreSQL, not three): the row is committed, since the insert it
         refused waited for the transaction that logged it."""
-        return self._answer(sql.Plan(self._sql.first_outcome,
-                                     {"p_namespace": namespace, "p_op_id": op_id}, _ack))
+        return sql.Plan(self._sql.first_outcome, {"p_namespace": namespace, "p_op_id": op_id},
+                        _ack)
 
     # Each decision gets the entity row as the lock returned it: (next_version, deleted,
     # delete_seq, restore_seq), how to read the key's current record under the lock,
@@ -560,6 +602,24 @@ def _logged(op: Write | Delete | Restore, kind: str, ack: Ack, now: float) -> di
     return {"namespace": op.namespace, "entity_id": op.entity_id, "op_id": op.op_id,
             "kind": kind, "applied": ack.applied, "version": ack.version,
             "reason": ack.reason, "created_at": now}
+
+
+def guard_refused(error: IntegrityError) -> tuple[Any, bool]:
+    """What a guarded write refused by the database means: a replay (its op_id is
+    logged: raises :class:`_Replayed`), a guard that did not hold (an active record of
+    the key was made since the read, which the unique index refuses: no version, not
+    held), or an error, raised."""
+    if _refused_by(error, operations.name):
+        raise _Replayed from error
+    if _constraint(error) == _ONE_ACTIVE:
+        return None, False
+    raise error
+
+
+def _guard_answer(rows: Sequence[tuple[Any, ...]]) -> tuple[Any, bool]:
+    """A guarded write's one row: the version it handed out, and whether its guard held."""
+    ((version, held),) = rows
+    return version, bool(held)
 
 
 _ONE_ACTIVE = "memories_one_active"

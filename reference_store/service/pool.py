@@ -26,6 +26,15 @@ more CPU than the statement itself (docs/performance.md, "HTTP service"):
 - anything else (a private in-memory SQLite database, which lives in its one
   connection): a worker thread.
 
+**Writes on PostgreSQL** (:meth:`HandlePool.remember`) go from the loop too, below the
+semantic level: the store's guarded write is two single statements, a read and a
+guarded change (``ReferenceStore._planned_write``), which the loop sends on the same
+connections, deciding in between on the loop's handle. A write whose guard keeps
+missing, or whose statement meets a transient failure (which wrote nothing: it is one
+statement), goes to a worker thread and takes the entity lock there. At the semantic
+level deciding asks the embedder, which the loop must not wait for; deletes and
+restores take the lock from the start: both go to a thread.
+
 The threads are a :class:`~concurrent.futures.ThreadPoolExecutor` of ``size`` workers,
 reached with ``loop.run_in_executor``, which costs about half the CPU per hop that
 ``anyio.to_thread.run_sync`` did. Work waits in the executor's queue for a free worker,
@@ -38,7 +47,9 @@ caller is gone before it began is not applied. Work a worker has started runs to
 end in that worker, and so every transaction in it commits or rolls back whole; its
 answer is discarded. A statement the loop sent on PostgreSQL is abandoned with its
 connection, which is closed; the server runs it whole or not at all, as a transaction
-of its own (a cancelled touch may or may not have counted). :meth:`HandlePool.close`
+of its own (a cancelled touch may or may not have counted; a cancelled write sent from
+the loop may or may not have been applied, and a retry with its op_id gets the outcome
+either way). :meth:`HandlePool.close`
 waits for the workers' work before it closes the handles, so stopping the server never
 cuts a write in half.
 
@@ -55,12 +66,12 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar, cast
 
 from sqlalchemy import Engine
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import DBAPIError, IntegrityError
 
-from invariants.backend import Record
+from invariants.backend import Ack, Record, Write
 
 from ..statements import Plan, Prepared
-from ..store import ReferenceStore
+from ..store import ReferenceStore, WriteOptions, _Replayed, _Steps, _transient, guard_refused
 
 __all__ = ["HandlePool"]
 
@@ -114,6 +125,31 @@ class HandlePool:
         docstring for what becomes of the work).
         """
         return await asyncio.get_running_loop().run_in_executor(self._workers, self._lend, work)
+
+    async def remember(self, op: Write, options: WriteOptions) -> Ack:
+        """A write. On PostgreSQL below the semantic level its guarded attempts go from
+        the event loop (see the module's docstring); elsewhere, and under the entity
+        lock when those keep missing or meet a transient failure, a worker thread."""
+        handle = self._loop_side()
+        remote = self._remote
+        steps = None if handle is None or remote is None else handle._planned_write(op, options)
+        if handle is None or remote is None or steps is None:
+            return await self.run(lambda store: store.remember(op, options))
+        try:
+            ack = await _sent(remote, steps)
+        except _Replayed as replayed:
+            if replayed.outcome is not None:
+                return replayed.outcome
+            return await self.answer(
+                lambda store: store._plan_first_outcome(op.namespace, op.op_id))
+        except DBAPIError as error:
+            if not _transient(error):
+                raise
+            ack = None  # its statement failed whole: nothing was written
+        if ack is None:
+            return await self.run(lambda store: store._remember_locked(op, options))
+        handle._acknowledged("write", ack)
+        return ack
 
     async def read(self, namespace: str, entity_id: str) -> list[Record]:
         """The contract read, answered like :meth:`answer`; on PostgreSQL, together with
@@ -193,6 +229,23 @@ class HandlePool:
     def _give(self, handle: ReferenceStore) -> None:
         with self._lock:
             self._free.append(handle)
+
+
+async def _sent(remote: _LoopConnections, steps: _Steps) -> Ack | None:
+    """Run a write's guarded attempts (``ReferenceStore._planned_write``) on the loop."""
+    answer: Any = None
+    while True:
+        try:
+            plan = steps.send(answer)
+        except StopIteration as done:
+            result: Ack | None = done.value
+            return result
+        try:
+            answer = plan.finish(await remote.all(plan.statement, plan.params))
+        except IntegrityError as error:
+            if not plan.writes:
+                raise
+            answer = guard_refused(error)
 
 
 class _LoopConnections:

@@ -78,7 +78,7 @@ class Routes:
 
     async def write(self, request: Request) -> Response:
         op, options = wire.parse_write(await self._body(request, "write"))
-        ack = await self.pool.run(lambda store: store.remember(op, options))
+        ack = await self.pool.remember(op, options)
         return JSONResponse(wire.ack_body(ack))
 
     async def delete(self, request: Request) -> Response:
