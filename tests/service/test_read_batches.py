@@ -165,16 +165,22 @@ def test_a_failed_batch_fails_each_of_its_reads_and_the_next_one_is_answered(
                                      watch: psycopg.Connection[Any]) -> None:
         admin.execute("LOCK TABLE memories IN ACCESS EXCLUSIVE MODE")
         try:
-            async with anyio.create_task_group() as group:
-                for entity in ENTITIES[:2]:  # each alone, at once
-                    group.start_soon(read, entity)
-                await waiting_for_the_lock(watch, count=2)
-                for entity in ENTITIES[2:8]:  # these wait for them, then go together
-                    group.start_soon(read, entity)
-                await anyio.sleep(0.05)
-                cancel_the_waiting(watch)
-                await waiting_for_the_lock(watch, count=1)
-                cancel_the_waiting(watch)
+            # Reads still waiting when the lock goes would wait for it for ever: fail.
+            with anyio.fail_after(30):
+                async with anyio.create_task_group() as group:
+                    for entity in ENTITIES[:2]:  # each alone, at once
+                        group.start_soon(read, entity)
+                    await waiting_for_the_lock(watch, count=2)
+                    for entity in ENTITIES[2:8]:  # these wait for them, then go together
+                        group.start_soon(read, entity)
+                    await anyio.sleep(0.05)
+                    cancel_the_waiting(watch)
+                    # A cancel takes effect a moment later: the lock's next waiter is
+                    # the batch sent once the first two reads have failed.
+                    while not all(entity in outcomes for entity in ENTITIES[:2]):
+                        await anyio.sleep(0.01)
+                    await waiting_for_the_lock(watch, count=1)
+                    cancel_the_waiting(watch)
         finally:
             admin.rollback()
         await read("nobody")
