@@ -12,7 +12,7 @@ Every change to an entity's memories also bumps its ``next_version`` under that 
 and the PostgreSQL paths rely on it. A write there first tries without a transaction:
 it reads the entity and the key's record, decides, and sends its changes in one
 statement that applies them only if the entity's tombstone state and the key's record
-are still as read (``_write_guarded``). If another operation got in between every time,
+are still as read (``_guarded_steps``). If another operation got in between every time,
 it takes the lock as above, in a statement that also reads the record
 (``statements.lock_current``).
 """
@@ -284,7 +284,7 @@ class ReferenceStore:
                 attr_key: str | None = None, *, guarded: bool = True) -> Ack:
         """One operation: the entity lock, the decision under it, its changes and the
         operation log, as one transaction; on PostgreSQL a write first tries without
-        one (:meth:`_write_guarded`). ``attr_key`` is a write's, whose decision reads the
+        one (:meth:`_guarded_steps`). ``attr_key`` is a write's, whose decision reads the
         key's current record."""
         def attempt() -> Ack:
             with self._driver(write=True) as tx:
