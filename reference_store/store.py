@@ -350,6 +350,8 @@ class ReferenceStore:
             if held:
                 inserted = any(part is self._sql.insert_memory for part in parts)
                 return Ack(True, int(version)) if inserted else ack
+            if self.metrics is not None:
+                self.metrics.guard_missed()
         return None
 
     def _sent(self, steps: _Steps) -> Ack | None:

@@ -176,6 +176,9 @@ def test_a_write_that_waited_for_the_lock_decides_on_the_record_it_finds_then(
         records = store.read("ns", "e")
         assert records[-1] == Record("e", "city", "Rome", 3, acks["w3"].version)
         assert _retries(registry) == 0.0
+        # The second's guard missed once, unless it never tried one.
+        assert registry.get_sample_value("memcert_store_guard_misses_total") == (
+            0.0 if write_path == "locked" else 1.0)
         assert _count(store, "memories") == (3 if second == "newer" else 2)
 
 
