@@ -19,7 +19,8 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from functools import partial
+from typing import Any, TypeVar
 
 import psycopg
 import pytest
@@ -32,6 +33,8 @@ from invariants.backend import Ack, Delete, Record, Restore, Write
 from reference_store import ReferenceStore, StoreConfig
 from reference_store import store as store_module
 from reference_store.metrics import StoreMetrics
+
+T = TypeVar("T")
 
 
 def _libpq(url: str) -> str:
@@ -105,28 +108,41 @@ def test_a_replay_racing_on_two_connections_gets_the_first_outcome(
     after its guard failed; locked, when its insert into the log is refused, after it
     decided on its own (a merge into the first one's record)."""
     op = Write("ns", "e", "city", "Oslo", 2, "w2")
-    with ReferenceStore(fresh_pg_url) as store, \
-            psycopg.connect(_libpq(fresh_pg_url)) as admin, \
-            psycopg.connect(_libpq(fresh_pg_url), autocommit=True) as watch:
+    with ReferenceStore(fresh_pg_url) as store:
         store.write(Write("ns", "e", "city", "Paris", 1, "w1"))
-        admin.execute("SELECT 1 FROM entities WHERE entity_id = 'e' FOR UPDATE")
-        acks: list[Ack] = []
-        threads = [threading.Thread(target=lambda: acks.append(store.write(op)))
-                   for _ in range(2)]
-        for thread in threads:
-            thread.start()
-        deadline = time.monotonic() + 10
-        while watch.execute(
-                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                "AND wait_event_type = 'Lock'").fetchone() != (2,):
-            assert time.monotonic() < deadline, "the two writers never both waited"
-            time.sleep(0.01)
-        admin.commit()
-        for thread in threads:
-            thread.join()
+        acks = _behind_the_lock(fresh_pg_url, lambda: store.write(op), lambda: store.write(op))
         assert acks == [Ack(True, 2), Ack(True, 2)]
         assert store.read("ns", "e") == [Record("e", "city", "Oslo", 2, 2)]
         assert (_count(store, "operations"), _count(store, "memories")) == (2, 2)
+
+
+def _behind_the_lock(url: str, *calls: Callable[[], T]) -> list[T]:
+    """Hold entity ``e``'s row lock; start each call in a thread of its own once the ones
+    before it wait for that lock; release it; return what each call returned, in order."""
+    results: dict[int, T] = {}
+    failures: list[BaseException] = []
+
+    def run(n: int, call: Callable[[], T]) -> None:
+        try:
+            results[n] = call()
+        except BaseException as error:
+            failures.append(error)
+
+    with psycopg.connect(_libpq(url)) as admin, \
+            psycopg.connect(_libpq(url), autocommit=True) as watch:
+        admin.execute("SELECT 1 FROM entities WHERE entity_id = 'e' FOR UPDATE")
+        threads = []
+        for n, call in enumerate(calls):
+            thread = threading.Thread(target=run, args=(n, call))
+            thread.start()
+            threads.append(thread)
+            _waiting_for_locks(watch, n + 1)
+        admin.commit()
+        for thread in threads:
+            thread.join()
+    if failures:
+        raise failures[0]
+    return [results[n] for n in range(len(calls))]
 
 
 def _waiting_for_locks(watch: psycopg.Connection[Any], count: int) -> None:
@@ -151,21 +167,11 @@ def test_a_write_that_waited_for_the_lock_decides_on_the_record_it_finds_then(
     newer = Write("ns", "e", "city", "Rome", 3, "w3")
     older = Write("ns", "e", "city", "Oslo", 2, "w2")
     first, then = (older, newer) if second == "newer" else (newer, older)
-    with ReferenceStore(fresh_pg_url, metrics=StoreMetrics(registry)) as store, \
-            psycopg.connect(_libpq(fresh_pg_url)) as admin, \
-            psycopg.connect(_libpq(fresh_pg_url), autocommit=True) as watch:
+    with ReferenceStore(fresh_pg_url, metrics=StoreMetrics(registry)) as store:
         store.write(Write("ns", "e", "city" if recorded else "pet", "Paris", 1, "w1"))
-        admin.execute("SELECT 1 FROM entities WHERE entity_id = 'e' FOR UPDATE")
-        acks: dict[str, Ack] = {}
-        threads = []
-        for n, op in enumerate((first, then), start=1):
-            thread = threading.Thread(target=lambda op=op: acks.update({op.op_id: store.write(op)}))
-            thread.start()
-            threads.append(thread)
-            _waiting_for_locks(watch, n)
-        admin.commit()
-        for thread in threads:
-            thread.join()
+        acks = dict(zip((first.op_id, then.op_id),
+                        _behind_the_lock(fresh_pg_url, partial(store.write, first),
+                                         partial(store.write, then)), strict=True))
         if second == "newer":
             # A guard that found the record changed had already taken a version; one
             # whose insert the unique index refused took none (the statement failed).
@@ -187,27 +193,15 @@ def test_a_write_that_waited_for_a_forget_does_not_supersede_what_it_archived(
     """The forget takes the entity lock first and archives the record the waiting write
     read before it; the write must find no current record once it holds the lock, and
     leave the archived row archived."""
-    with ReferenceStore(fresh_pg_url) as store, \
-            psycopg.connect(_libpq(fresh_pg_url)) as admin, \
-            psycopg.connect(_libpq(fresh_pg_url), autocommit=True) as watch:
+    with ReferenceStore(fresh_pg_url) as store:
         store.write(Write("ns", "e", "city", "Paris", 1, "w1"))
-        admin.execute("SELECT 1 FROM entities WHERE entity_id = 'e' FOR UPDATE")
-        forgot: list[int] = []
-        acks: list[Ack] = []
-        forgetting = threading.Thread(target=lambda: forgot.append(store.forget("ns", "e")))
-        forgetting.start()
-        _waiting_for_locks(watch, 1)
-        writing = threading.Thread(target=lambda: acks.append(
-            store.write(Write("ns", "e", "city", "Oslo", 2, "w2"))))
-        writing.start()
-        _waiting_for_locks(watch, 2)
-        admin.commit()
-        forgetting.join()
-        writing.join()
-        assert forgot == [1]
+        forgot, ack = _behind_the_lock(
+            fresh_pg_url, lambda: store.forget("ns", "e"),
+            lambda: store.write(Write("ns", "e", "city", "Oslo", 2, "w2")))
+        assert forgot == 1
         # The forget took version 2; a guard that found the record archived took 3.
         version = 3 if write_path == "locked" else 4
-        assert acks == [Ack(True, version)]
+        assert ack == Ack(True, version)
         assert store.read("ns", "e") == [Record("e", "city", "Oslo", 2, version)]
         assert (store.count_rows(status="archived"), store.count_rows(status="superseded"),
                 store.count_rows(status="active")) == (1, 0, 1)
@@ -218,26 +212,13 @@ def test_a_write_that_waited_for_a_delete_is_refused_as_tombstoned(
     """The write read the entity live; the delete takes the entity lock first and
     deletes it; the write must find it deleted, not revive it. It writes a key the
     entity has no record of, so only the entity's tombstone state can tell."""
-    with ReferenceStore(fresh_pg_url) as store, \
-            psycopg.connect(_libpq(fresh_pg_url)) as admin, \
-            psycopg.connect(_libpq(fresh_pg_url), autocommit=True) as watch:
+    with ReferenceStore(fresh_pg_url) as store:
         store.write(Write("ns", "e", "city", "Paris", 1, "w1"))
-        admin.execute("SELECT 1 FROM entities WHERE entity_id = 'e' FOR UPDATE")
-        deleted: list[Ack] = []
-        acks: list[Ack] = []
-        deleting = threading.Thread(target=lambda: deleted.append(
-            store.delete(Delete("ns", "e", 2, "d1"))))
-        deleting.start()
-        _waiting_for_locks(watch, 1)
-        writing = threading.Thread(target=lambda: acks.append(
-            store.write(Write("ns", "e", "job", "nurse", 3, "w2"))))
-        writing.start()
-        _waiting_for_locks(watch, 2)
-        admin.commit()
-        deleting.join()
-        writing.join()
-        assert deleted == [Ack(True, 2)]
-        assert acks == [Ack(False, reason="tombstoned")]
+        deleted, ack = _behind_the_lock(
+            fresh_pg_url, lambda: store.delete(Delete("ns", "e", 2, "d1")),
+            lambda: store.write(Write("ns", "e", "job", "nurse", 3, "w2")))
+        assert deleted == Ack(True, 2)
+        assert ack == Ack(False, reason="tombstoned")
         assert store.read("ns", "e") == []
         assert store.count_rows(status="active") == 0
 
