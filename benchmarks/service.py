@@ -44,7 +44,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,6 +52,7 @@ from typing import Any
 
 from chaos.load import LoadOptions, run_load
 from chaos.load_mix import HybridClock, Keyspace, UserScript
+from reference_store.service.server import EVENT_LOOP
 
 from .timing import median
 
@@ -103,7 +104,8 @@ def run(users: int = 16, duration_s: float = 10.0, rounds: int = 2) -> dict[str,
     print("\n## HTTP service under Locust (`memcert serve`, requests/s and p99)")
     print(f"{users} Locust users with no think time, {duration_s:g} s per run, {rounds} "
           "interleaved rounds; the median round is shown, each ratio is the median of the "
-          "rounds' ratios to the ceiling measured in the same round.\n")
+          "rounds' ratios to the ceiling measured in the same round. Server and ceiling "
+          f"run on the {EVENT_LOOP} event loop.\n")
     if not pg:
         print(f"PostgreSQL: **not measured**, {PG_URL_ENV} is not set (run under "
               "`scripts/throwaway-pg run -- python -m benchmarks service`).\n")
@@ -243,7 +245,7 @@ def serve_ceiling() -> None:
     listener.bind(("127.0.0.1", 0))
     listener.listen(1024)
     server = uvicorn.Server(uvicorn.Config(
-        app, log_level="warning", access_log=False, lifespan="off",
+        app, log_level="warning", access_log=False, lifespan="off", loop=EVENT_LOOP,
         timeout_keep_alive=KEEP_ALIVE_S, timeout_graceful_shutdown=int(GRACE_S),
         server_header=False))
     print(f"memcert: serving the ceiling at http://127.0.0.1:{listener.getsockname()[1]}",
@@ -316,12 +318,22 @@ def in_process(db: str, *, requests: int = IN_PROCESS_REQUESTS, concurrency: int
         gc.collect()
         gc.freeze()
         try:
-            asyncio.run(measure())
+            with asyncio.Runner(loop_factory=_server_loop()) as runner:
+                runner.run(measure())
         finally:
             gc.unfreeze()
     finally:
         pool.close()
     return {kind: median(values) for kind, values in spent.items()}
+
+
+def _server_loop() -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """The event loop ``memcert serve`` runs on, so that in process measures the same."""
+    if EVENT_LOOP != "uvloop":
+        return None
+    import uvloop
+
+    return uvloop.new_event_loop
 
 
 def _scripts(count: int) -> list[UserScript]:

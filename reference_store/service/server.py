@@ -11,6 +11,7 @@ store handle.
 
 from __future__ import annotations
 
+import importlib.util
 import signal
 import socket
 from collections.abc import Callable
@@ -28,13 +29,19 @@ from .metrics import ServiceMetrics
 from .options import ServiceOptions
 from .pool import HandlePool
 
-__all__ = ["GRACE_S", "KEEP_ALIVE_S", "serve", "url_of"]
+__all__ = ["EVENT_LOOP", "GRACE_S", "KEEP_ALIVE_S", "serve", "url_of"]
 
 GRACE_S = 10.0
 """How long a stopping server waits for requests in flight."""
 
 KEEP_ALIVE_S = 30
 """How long an idle client connection stays open; the protocol asks for at least 5 s."""
+
+EVENT_LOOP = "uvloop" if importlib.util.find_spec("uvloop") else "asyncio"
+"""uvloop wherever it installs (a dependency everywhere but Windows). Nearly every request
+is answered on the loop, and PostgreSQL's asynchronous connections wait on it once per
+round trip: asyncio's own loop cost a served read-heavy mix about a sixth of its CPU
+(docs/performance.md, "HTTP service")."""
 
 
 def serve(options: ServiceOptions, *, announce: Callable[[str, str], None]) -> None:
@@ -60,11 +67,11 @@ def serve(options: ServiceOptions, *, announce: Callable[[str, str], None]) -> N
         try:
             server = uvicorn.Server(uvicorn.Config(
                 build_app(pool, options, metrics), log_level="warning", access_log=False,
-                lifespan="off", timeout_keep_alive=KEEP_ALIVE_S,
+                lifespan="off", loop=EVENT_LOOP, timeout_keep_alive=KEEP_ALIVE_S,
                 timeout_graceful_shutdown=int(GRACE_S), server_header=False))
+            _stop_on_signals(server)
             announce(url_of(options.host, listener.getsockname()[1]),
                      url.render_as_string(hide_password=True))
-            _keep_quiet_after_stop()
             server.run(sockets=[listener])
         finally:
             listener.close()
@@ -97,16 +104,19 @@ def _bind(host: str, port: int) -> socket.socket:
     return listener
 
 
-def _keep_quiet_after_stop() -> None:
-    """Make SIGTERM and SIGINT harmless once uvicorn hands them back.
+def _stop_on_signals(server: uvicorn.Server) -> None:
+    """Make SIGTERM and SIGINT stop the server gracefully from the announcement on.
 
-    uvicorn catches them while it serves, stops gracefully, then re-raises each one
-    against the handler that was installed before it started. With the default
-    handlers that would kill the process (SIGTERM) or raise KeyboardInterrupt (SIGINT)
-    after a clean stop; this handler lets it end with exit code 0.
+    uvicorn installs its own handlers only once it runs, and a signal that arrives
+    before (a script stopping the service as soon as it is announced) would otherwise
+    meet whatever handler was there: the default one kills the process without closing
+    the store, and one that ignores it leaves the service running. This one asks uvicorn
+    to stop, which it does as soon as it has started. Once
+    uvicorn has stopped it re-raises each signal it caught against this handler, which
+    then changes nothing, and the process ends with exit code 0.
     """
-    def stopped(_signal: int, _frame: FrameType | None) -> None:
-        return None
+    def stop(_signal: int, _frame: FrameType | None) -> None:
+        server.should_exit = True
 
-    signal.signal(signal.SIGTERM, stopped)
-    signal.signal(signal.SIGINT, stopped)
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)

@@ -176,6 +176,16 @@ def test_sigterm_stops_gracefully_and_a_restart_serves_the_same_store(tmp_path: 
         assert [r["value"] for r in read.json["records"]] == ["b"]
 
 
+def test_sigterm_as_soon_as_the_service_is_announced_stops_it_gracefully(tmp_path: Path):
+    """The announcement comes before uvicorn takes the signals over; a script that stops
+    the service at once must not meet a handler that ignores SIGTERM, or kills it with
+    its store open."""
+    for _ in range(3):
+        with Served.start(str(tmp_path / "store.sqlite3")) as running:
+            assert running.stop() == 0
+            assert running.lines[-1] == "memcert: stopped"
+
+
 def test_a_sqlite_file_is_served_by_two_handles_unless_told_otherwise(served: Served):
     """Writers beyond the second would only sleep in SQLite's busy handler; the event
     loop's own handle, for reads, is the third."""

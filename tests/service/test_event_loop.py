@@ -1,0 +1,32 @@
+"""``memcert serve`` answers on uvloop wherever uvloop installs.
+
+Nearly every request is answered on the event loop, so which loop it is decides much of
+what a request costs (docs/performance.md, "HTTP service"). Dropping the dependency, or
+the setting, would leave the service correct and a sixth slower; this notices.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from reference_store.service.server import EVENT_LOOP
+
+from .calls import call
+from .server import Served
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="uvloop has no Windows build")
+
+
+def test_uvloop_is_what_the_service_is_configured_with():
+    assert EVENT_LOOP == "uvloop"
+
+
+def test_a_served_process_runs_uvloop(served: Served):
+    # Answered, so the loop runs (the announcement comes just before it starts). A
+    # process on asyncio's own loop never loads uvloop's extension.
+    assert call(served.url, "GET", "/healthz").status == 200
+    maps = Path(f"/proc/{served.process.pid}/maps").read_text()
+    assert "uvloop/loop." in maps
