@@ -12,7 +12,7 @@ from typing import Any
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp
 
@@ -22,6 +22,7 @@ from .openapi import openapi_document
 from .options import ServiceOptions
 from .pool import HandlePool
 from .routes import Routes, guarded
+from .wire import Answer
 
 __all__ = ["PUBLIC_PATHS", "build_app"]
 
@@ -53,4 +54,4 @@ async def _http_error(request: Request, error: Exception) -> Response:
                405: f"{request.method} is not allowed on {request.url.path}"}.get(
         error.status_code, str(error.detail))
     body: dict[str, Any] = {"error": code, "field": None, "message": message}
-    return JSONResponse(body, error.status_code, headers=dict(error.headers or {}))
+    return Answer(body, error.status_code, headers=dict(error.headers or {}))

@@ -77,6 +77,10 @@ class Instrumented:
         self.app = app
         self.metrics = metrics
         self.routes = frozenset(routes)
+        # Each labelled series, looked up once: labels() validates and locks on every
+        # call, which every request would pay twice.
+        self._durations: dict[str, Histogram] = {}
+        self._counts: dict[tuple[str, str, int], Counter] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -98,5 +102,14 @@ class Instrumented:
             await self.app(scope, receive, observed)
         finally:
             self.metrics.in_flight.dec()
-            self.metrics.duration.labels(route).observe(time.perf_counter() - started)
-            self.metrics.requests.labels(route, scope["method"], str(status)).inc()
+            elapsed = time.perf_counter() - started
+            duration = self._durations.get(route)
+            if duration is None:
+                duration = self._durations[route] = self.metrics.duration.labels(route)
+            duration.observe(elapsed)
+            key = (route, scope["method"], status)
+            count = self._counts.get(key)
+            if count is None:
+                count = self._counts[key] = self.metrics.requests.labels(
+                    route, key[1], str(status))
+            count.inc()

@@ -20,7 +20,7 @@ from typing import Any, Final, TextIO, cast
 
 from sqlalchemy.exc import DBAPIError
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import Response, StreamingResponse
 
 from invariants.errors import InvalidArgument, InvalidInput
 
@@ -79,27 +79,27 @@ class Routes:
     async def write(self, request: Request) -> Response:
         op, options = wire.parse_write(await self._body(request, "write"))
         ack = await self.pool.remember(op, options)
-        return JSONResponse(wire.ack_body(ack))
+        return wire.Answer(wire.ack_body(ack))
 
     async def delete(self, request: Request) -> Response:
         op = wire.parse_delete(await self._body(request, "delete"))
         ack = await self.pool.run(lambda store: store.delete(op))
-        return JSONResponse(wire.ack_body(ack))
+        return wire.Answer(wire.ack_body(ack))
 
     async def restore(self, request: Request) -> Response:
         op = wire.parse_restore(await self._body(request, "restore"))
         ack = await self.pool.run(lambda store: store.restore(op))
-        return JSONResponse(wire.ack_body(ack))
+        return wire.Answer(wire.ack_body(ack))
 
     async def read(self, request: Request) -> Response:
         namespace, entity_id = wire.parse_read(await self._body(request, "read"))
         records = await self.pool.read(namespace, entity_id)
-        return JSONResponse({"records": [wire.record_body(r) for r in records]})
+        return wire.Answer({"records": [wire.record_body(r) for r in records]})
 
     async def reset(self, request: Request) -> Response:
         await self._body(request, "reset")
         await self.pool.run(ReferenceStore.reset)
-        return JSONResponse({"reset": True})
+        return wire.Answer({"reset": True})
 
     # -- the store API ------------------------------------------------------------------
 
@@ -110,7 +110,7 @@ class Routes:
         hits = await self.pool.answer(lambda store: plan_search(
             store, listing.namespace, query, tags=listing.tags,
             memory_type=listing.memory_type, limit=listing.limit))
-        return JSONResponse({"hits": [wire.hit_body(hit) for hit in hits]})
+        return wire.Answer({"hits": [wire.hit_body(hit) for hit in hits]})
 
     async def recall(self, request: Request) -> Response:
         body = await self._body(request, "recall")
@@ -119,20 +119,20 @@ class Routes:
         hits = await self.pool.answer(lambda store: plan_recall(
             store, listing.namespace, entity_id=entity_id, tags=listing.tags,
             memory_type=listing.memory_type, limit=listing.limit))
-        return JSONResponse({"hits": [wire.hit_body(hit) for hit in hits]})
+        return wire.Answer({"hits": [wire.hit_body(hit) for hit in hits]})
 
     async def touch(self, request: Request) -> Response:
         namespace, entity_id, attribute = wire.parse_touch(await self._body(request, "touch"))
         count = await self.pool.answer(
             lambda store: plan_touch(store, namespace, entity_id, attribute))
-        return JSONResponse({"access_count": count})
+        return wire.Answer({"access_count": count})
 
     async def forget(self, request: Request) -> Response:
         namespace, entity_id, attribute = wire.parse_forget(
             await self._body(request, "forget"))
         archived = await self.pool.run(
             lambda store: store.forget(namespace, entity_id, attribute))
-        return JSONResponse({"archived": archived})
+        return wire.Answer({"archived": archived})
 
     async def export(self, request: Request) -> Response:
         """The whole store (or one namespace) as JSON Lines, spooled to disk when large."""
@@ -166,7 +166,7 @@ class Routes:
             raise Refusal(422, "invalid_input", problem, field=field,
                           problem=problem, fix="Correct or leave out the lines listed in "
                           "rejected, then import again; no line was imported.", extra=body)
-        return JSONResponse(body)
+        return wire.Answer(body)
 
     # -- operations -----------------------------------------------------------------------
 
@@ -175,16 +175,16 @@ class Routes:
         try:
             await self.pool.run(lambda store: store.read(*HEALTH_PROBE))
         except Exception as error:
-            return JSONResponse({"status": "unavailable",
+            return wire.Answer({"status": "unavailable",
                                  "message": f"{type(error).__name__}: {error}"}, 503)
-        return JSONResponse({"status": "ok"})
+        return wire.Answer({"status": "ok"})
 
     async def metrics_text(self, request: Request) -> Response:
         text, content_type = self.metrics.exposition()
         return Response(text, headers={"content-type": content_type})
 
     async def openapi_json(self, request: Request) -> Response:
-        return JSONResponse(self.openapi)
+        return wire.Answer(self.openapi)
 
     async def _body(self, request: Request, route: str) -> dict[str, Any]:
         return wire.decode(await _read_limited(request, self.options.max_body_bytes), route)
@@ -208,17 +208,17 @@ def error_response(error: Exception, request: Request | None = None) -> Response
     elif isinstance(error, InvalidArgument):
         error = Refusal(422, "invalid_input", str(error))
     if isinstance(error, Refusal):
-        return JSONResponse(refusal_body(error), error.status)
+        return wire.Answer(refusal_body(error), error.status)
     where = "" if request is None else f" {request.method} {request.url.path}"
     if isinstance(error, DBAPIError):
         log.warning("the database failed%s: %s", where, error)
-        return JSONResponse({
+        return wire.Answer({
             "error": "unavailable", "field": None,
             "message": f"the database could not complete the request ({type(error).__name__})"
                        "; a write may or may not have been applied: retry with the same "
                        "op_id and causal_seq"}, 503, headers={"retry-after": "1"})
     log.exception("internal error%s", where, exc_info=error)
-    return JSONResponse({
+    return wire.Answer({
         "error": "internal", "field": None,
         "message": f"the service failed ({type(error).__name__}); a write may or may not "
                    "have been applied: retry with the same op_id and causal_seq"}, 500)

@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from starlette.responses import JSONResponse
+
 from invariants.backend import Ack, Delete, Record, Restore, Write
 
 from ..retrieval import Hit
@@ -27,6 +29,7 @@ __all__ = [
     "MAX_LIMIT",
     "NULLABLE",
     "ROUTE_FIELDS",
+    "Answer",
     "Listing",
     "ack_body",
     "decode",
@@ -74,7 +77,7 @@ def decode(raw: bytes, route: str) -> dict[str, Any]:
         raise Refusal(400, "invalid_json", f"the body is {what}; a {route} request is a JSON "
                       "object", field="body")
     try:
-        document = json.loads(raw, parse_constant=_no_constant)
+        document = _DECODER.decode(raw.decode(json.detect_encoding(raw), "surrogatepass"))
     except (ValueError, RecursionError) as error:
         raise Refusal(400, "invalid_json", f"the body is not valid JSON: {error}",
                       field="body") from None
@@ -191,6 +194,22 @@ def _tags(body: Mapping[str, Any]) -> tuple[str, ...]:
 
 def _no_constant(name: str) -> None:
     raise ValueError(f"{name} is not JSON; send numbers as finite decimals")
+
+
+_DECODER = json.JSONDecoder(parse_constant=_no_constant)
+"""What ``json.loads(raw, parse_constant=...)`` would build for every request, built once;
+the bytes are decoded as ``json.loads`` decodes them."""
+
+
+class Answer(JSONResponse):
+    """A JSON response, the very bytes of Starlette's, from one shared encoder instead of
+    one built per response: a measurable part of answering a read on the event loop."""
+
+    def render(self, content: Any) -> bytes:
+        return _ENCODER.encode(content).encode("utf-8")
+
+
+_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
 def _json_type(value: object) -> str:
