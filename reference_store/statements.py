@@ -480,7 +480,10 @@ def prepare(statement: ClauseElement, dialect: Dialect,
 
 
 def _picker(keys: tuple[str, ...]) -> Callable[[Mapping[str, Any]], tuple[Any, ...]]:
-    """The values of ``keys`` from a mapping, as a tuple (``itemgetter`` unwraps one key)."""
+    """The values of ``keys`` from a mapping, as a tuple (``itemgetter`` unwraps one key
+    and takes no fewer)."""
+    if not keys:
+        return lambda values: ()
     if len(keys) == 1:
         (key,) = keys
         return lambda values: (values[key],)

@@ -85,6 +85,9 @@ _Decide = Callable[[tuple[Any, ...], Callable[[], tuple[Any, ...] | None], float
 _Steps = Generator[sql.Plan[Any], Any, Ack | None]
 """A guarded write's plans, each answered by its caller (see ``_guarded_steps``)."""
 
+_Locked = Generator[sql.Plan[Any], Any, Ack]
+"""A delete's or a restore's plans, sent in one transaction (see ``_planned_change``)."""
+
 _GUARDED_TRIES = 3
 """Reads and guarded writes a write tries on PostgreSQL before it takes the entity lock:
 each failed guard means another operation changed the key or deleted or restored the
@@ -215,16 +218,36 @@ class ReferenceStore:
         return lambda state, current, now: self._decide_write(op, row, state, current, now)
 
     def delete(self, op: Delete) -> Ack:
-        with self._counting_invalid("delete"):
-            check_op(op, max_value_bytes=self.config.max_value_bytes)
-        return self._run_op(op, "delete",
-                            lambda state, _, now: self._decide_delete(op, state, now))
+        return self._run_op(op, "delete", self._entity_rules(op, "delete"))
 
     def restore(self, op: Restore) -> Ack:
-        with self._counting_invalid("restore"):
+        return self._run_op(op, "restore", self._entity_rules(op, "restore"))
+
+    def _planned_change(self, op: Delete | Restore) -> _Locked | None:
+        """A delete or a restore under the entity lock as plans, for a caller that sends
+        them in one transaction itself (service/pool.py, from its event loop): the
+        statements :meth:`delete` and :meth:`restore` send, in the same order, and the
+        same rules. Each plan's answer is sent back, and a statement's refusal thrown
+        in; they end in the outcome, or raise :class:`_Replayed` for an op_id already
+        logged (the transaction must then be rolled back).
+
+        None where the database takes one writer at a time (SQLite): there the lock is
+        best waited for in a thread. Bad input raises here, at once.
+        """
+        kind = "delete" if isinstance(op, Delete) else "restore"
+        decide = self._entity_rules(op, kind)
+        if self._sql.read_state is None:
+            return None
+        return self._locked_steps(op, kind, decide)
+
+    def _entity_rules(self, op: Delete | Restore, kind: str) -> _Decide:
+        """Check a delete's or a restore's input (raising before anything is sent); its
+        rules, which read the entity row and never a record."""
+        with self._counting_invalid(kind):
             check_op(op, max_value_bytes=self.config.max_value_bytes)
-        return self._run_op(op, "restore",
-                            lambda state, _, now: self._decide_restore(op, state, now))
+        if isinstance(op, Delete):
+            return lambda state, _, now: self._decide_delete(op, state, now)
+        return lambda state, _, now: self._decide_restore(op, state, now)
 
     def read(self, namespace: str, entity_id: str) -> list[Record]:
         """Active records of one entity, oldest cause first."""
@@ -354,6 +377,17 @@ class ReferenceStore:
                 self.metrics.guard_missed()
         return None
 
+    def _locked_steps(self, op: Delete | Restore, kind: str, decide: _Decide) -> _Locked:
+        """See :meth:`_planned_change`; the lock is :meth:`_lock`'s for an operation that
+        reads no record."""
+        state = yield sql.Plan(self._sql.lock_entity,
+                               {"namespace": op.namespace, "entity_id": op.entity_id},
+                               _only_row, writes=True)
+        now = self._clock()
+        ack, changes = decide(state, _no_record, now)
+        yield from self._finish_steps(changes, _logged(op, kind, ack, now))
+        return ack
+
     def _sent(self, steps: _Steps) -> Ack | None:
         """Run a write's guarded attempts from this thread."""
         answer: Any = None
@@ -398,8 +432,24 @@ class ReferenceStore:
         return state, lambda: tx.first(self._sql.current_record, where)
 
     def _finish(self, tx: DriverTransaction, changes: _Changes, log: dict[str, Any]) -> None:
-        """Send the decided changes, then the operation log's insert, which a replay's
-        op_id makes fail (raising :class:`_Replayed`).
+        """Send :meth:`_finish_steps` on ``tx``, throwing each refusal back in."""
+        steps = self._finish_steps(changes, log)
+        refused: IntegrityError | None = None
+        while True:
+            try:
+                plan = steps.send(None) if refused is None else steps.throw(refused)
+            except StopIteration:
+                return
+            refused = None
+            try:
+                tx.run(plan.statement, plan.params)
+            except IntegrityError as error:
+                refused = error
+
+    def _finish_steps(self, changes: _Changes, log: dict[str, Any]
+                      ) -> Generator[sql.Plan[Any], None, None]:
+        """The decided changes, then the operation log's insert, which a replay's op_id
+        makes fail (raising :class:`_Replayed` when that refusal is thrown in).
 
         On PostgreSQL the changes the log can be combined with go in its statement
         (:func:`~reference_store.statements.with_log`), and only those before them (a
@@ -410,19 +460,19 @@ class ReferenceStore:
             combined = with_log.get(tuple(statement.sql for statement, _ in changes[start:]))
             if combined is not None:
                 for statement, params in changes[:start]:
-                    tx.run(statement, params)
-                self._log(tx, combined, sql.prefixed(*(p for _, p in changes[start:]), log),
-                          alone=False)
+                    yield sql.Plan(statement, params, _no_rows, writes=True)
+                yield from self._log_steps(
+                    combined, sql.prefixed(*(p for _, p in changes[start:]), log), alone=False)
                 return
         for statement, params in changes:
-            tx.run(statement, params)
-        self._log(tx, self._sql.insert_operation, log, alone=True)
+            yield sql.Plan(statement, params, _no_rows, writes=True)
+        yield from self._log_steps(self._sql.insert_operation, log, alone=True)
 
     @staticmethod
-    def _log(tx: DriverTransaction, statement: sql.Prepared, params: dict[str, Any], *,
-             alone: bool) -> None:
+    def _log_steps(statement: sql.Prepared, params: dict[str, Any], *, alone: bool
+                   ) -> Generator[sql.Plan[Any], None, None]:
         try:
-            tx.run(statement, params)
+            yield sql.Plan(statement, params, _no_rows, writes=True)
         except IntegrityError as error:
             # Combined with changes, the refusal may be theirs: only the log's is a replay.
             if alone or _refused_by(error, operations.name):
@@ -642,6 +692,15 @@ def _refused_by(error: IntegrityError, table: str) -> bool:
 def _found(record: tuple[Any, ...]) -> tuple[Any, ...] | None:
     """A current record read by an outer join: None where the key has none."""
     return None if record[0] is None else record
+
+
+def _no_record() -> None:
+    """The record a delete or a restore reads: none, they decide on the entity alone."""
+    return None
+
+
+def _no_rows(rows: Sequence[tuple[Any, ...]]) -> None:
+    return None
 
 
 def _only_row(rows: Sequence[tuple[Any, ...]]) -> tuple[Any, ...]:

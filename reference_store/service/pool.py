@@ -32,8 +32,15 @@ guarded change (``ReferenceStore._planned_write``), which the loop sends on the 
 connections, deciding in between on the loop's handle. A write whose guard keeps
 missing, or whose statement meets a transient failure (which wrote nothing: it is one
 statement), goes to a worker thread and takes the entity lock there. At the semantic
-level deciding asks the embedder, which the loop must not wait for; deletes and
-restores take the lock from the start: both go to a thread.
+level deciding asks the embedder, which the loop must not wait for: such writes go to a
+thread.
+
+**Deletes and restores on PostgreSQL** (:meth:`HandlePool.change`) take the entity lock
+from the start, in a transaction the loop sends on one of the same connections (the
+store's statements and rules, as plans: ``ReferenceStore._planned_change``); the row
+lock makes other writers of the entity wait in the database, never the loop. One that
+meets a transient failure or loses its connection goes to a worker thread, whose
+attempt with the same op_id gets the first outcome if the loop's had committed.
 
 The threads are a :class:`~concurrent.futures.ThreadPoolExecutor` of ``size`` workers,
 reached with ``loop.run_in_executor``, which costs about half the CPU per hop that
@@ -61,16 +68,17 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Generator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
 from typing import Any, TypeVar, cast
 
-from sqlalchemy import Engine
+from sqlalchemy import Engine, text
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
-from invariants.backend import Ack, Record, Write
+from invariants.backend import Ack, Delete, Record, Restore, Write
 
-from ..statements import Plan, Prepared
+from ..statements import Plan, Prepared, prepare
 from ..store import ReferenceStore, WriteOptions, _Replayed, _Steps, _transient, guard_refused
 
 __all__ = ["HandlePool"]
@@ -149,6 +157,31 @@ class HandlePool:
         if ack is None:
             return await self.run(lambda store: store._remember_locked(op, options))
         handle._acknowledged("write", ack)
+        return ack
+
+    async def change(self, op: Delete | Restore) -> Ack:
+        """A delete or a restore. On PostgreSQL its transaction goes from the event loop
+        (see the module's docstring); on SQLite, and when that transaction meets a
+        transient failure or loses its connection, a worker thread."""
+        handle = self._loop_side()
+        remote = self._remote
+        if handle is None or remote is None:
+            return await self.run(lambda store: _sent_change(store, op))
+        steps = handle._planned_change(op)
+        if steps is None:
+            return await self.run(lambda store: _sent_change(store, op))
+        try:
+            ack = await remote.transaction(steps)
+        except _Replayed:
+            return await self.answer(
+                lambda store: store._plan_first_outcome(op.namespace, op.op_id))
+        except DBAPIError as error:
+            if not (_transient(error) or error.connection_invalidated):
+                raise
+            # Rolled back, or, had the connection died at COMMIT, applied: a thread's
+            # attempt with the same op_id then gets that first outcome.
+            return await self.run(lambda store: _sent_change(store, op))
+        handle._acknowledged("delete" if isinstance(op, Delete) else "restore", ack)
         return ack
 
     async def read(self, namespace: str, entity_id: str) -> list[Record]:
@@ -248,6 +281,10 @@ async def _sent(remote: _LoopConnections, steps: _Steps) -> Ack | None:
             answer = guard_refused(error)
 
 
+def _sent_change(store: ReferenceStore, op: Delete | Restore) -> Ack:
+    return store.delete(op) if isinstance(op, Delete) else store.restore(op)
+
+
 class _LoopConnections:
     """Asynchronous connections to PostgreSQL on which the event loop sends single
     statements, each a transaction of its own (autocommit).
@@ -268,6 +305,8 @@ class _LoopConnections:
         self._error: type[Exception] = self._dialect.loaded_dbapi.Error
         self._connect_args, params = self._dialect.create_connect_args(engine.url)
         self._connect_params = {**params, "autocommit": True}
+        self._begin = prepare(text("BEGIN"), self._dialect)
+        self._commit = prepare(text("COMMIT"), self._dialect)
         self._size = size
         self._free: list[Any] = []
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -275,11 +314,7 @@ class _LoopConnections:
 
     async def all(self, statement: Prepared, params: dict[str, Any]
                   ) -> Sequence[tuple[Any, ...]]:
-        loop = asyncio.get_running_loop()
-        if self._slots is None or loop is not self._loop:
-            self.close()
-            self._loop, self._slots = loop, asyncio.Semaphore(self._size)
-        async with self._slots:
+        async with self._slot():
             idle = bool(self._free)
             connection = self._free.pop() if idle else await self._connect(statement)
             try:
@@ -304,6 +339,58 @@ class _LoopConnections:
             self._free.append(connection)
             return rows
 
+    async def transaction(self, steps: Generator[Plan[Any], Any, T]) -> T:
+        """Send the plans of ``steps`` as one transaction on one connection, each plan's
+        answer sent back and a statement's refusal thrown in (as SQLAlchemy's
+        ``IntegrityError``); commit once they end, and return what they return.
+
+        Whatever goes wrong, the connection is closed rather than reused, and with it
+        the transaction is rolled back if it had not committed. A failure other than a
+        refusal is raised as ``DBAPIError``; ``connection_invalidated`` then says the
+        connection was lost, in which case a COMMIT sent may or may not have applied.
+        """
+        plan = next(steps)
+        async with self._slot():
+            connection = self._free.pop() if self._free else await self._connect(plan.statement)
+            try:
+                await self._execute(connection, self._begin, {})
+                while True:
+                    refused: IntegrityError | None = None
+                    try:
+                        rows = await self._execute(connection, plan.statement, plan.params)
+                    except IntegrityError as error:
+                        refused = error
+                    try:
+                        plan = (steps.send(plan.finish(rows)) if refused is None
+                                else steps.throw(refused))
+                    except StopIteration as done:
+                        result: T = done.value
+                        break
+                await self._execute(connection, self._commit, {})
+            except BaseException:
+                await connection.close()
+                raise
+            self._free.append(connection)
+            return result
+
+    @asynccontextmanager
+    async def _slot(self) -> AsyncIterator[None]:
+        """One of the ``size`` connections' turns, on this loop's connections."""
+        loop = asyncio.get_running_loop()
+        if self._slots is None or loop is not self._loop:
+            self.close()
+            self._loop, self._slots = loop, asyncio.Semaphore(self._size)
+        async with self._slots:
+            yield
+
+    async def _execute(self, connection: Any, statement: Prepared, params: dict[str, Any]
+                       ) -> Sequence[tuple[Any, ...]]:
+        try:
+            return await self._send(connection, statement, params)
+        except self._error as error:
+            dead = bool(self._dialect.is_disconnect(cast(Any, error), connection, None))
+            raise self._wrap(error, statement, params, dead) from error
+
     def close(self) -> None:
         """Close the idle connections; callable with no loop running."""
         free, self._free = self._free, []
@@ -325,6 +412,8 @@ class _LoopConnections:
                     ) -> Sequence[tuple[Any, ...]]:
         async with connection.cursor() as cursor:
             await cursor.execute(statement.sql, statement.parameters(params))
+            if cursor.description is None:  # a change that returns nothing
+                return []
             rows: Sequence[tuple[Any, ...]] = await cursor.fetchall()
             return rows
 

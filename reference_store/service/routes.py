@@ -83,12 +83,12 @@ class Routes:
 
     async def delete(self, request: Request) -> Response:
         op = wire.parse_delete(await self._body(request, "delete"))
-        ack = await self.pool.run(lambda store: store.delete(op))
+        ack = await self.pool.change(op)
         return wire.Answer(wire.ack_body(ack))
 
     async def restore(self, request: Request) -> Response:
         op = wire.parse_restore(await self._body(request, "restore"))
-        ack = await self.pool.run(lambda store: store.restore(op))
+        ack = await self.pool.change(op)
         return wire.Answer(wire.ack_body(ack))
 
     async def read(self, request: Request) -> Response:
