@@ -165,10 +165,8 @@ class HandlePool:
         transient failure or loses its connection, a worker thread."""
         handle = self._loop_side()
         remote = self._remote
-        if handle is None or remote is None:
-            return await self.run(lambda store: _sent_change(store, op))
-        steps = handle._planned_change(op)
-        if steps is None:
+        steps = None if handle is None or remote is None else handle._planned_change(op)
+        if handle is None or remote is None or steps is None:
             return await self.run(lambda store: _sent_change(store, op))
         try:
             ack = await remote.transaction(steps)

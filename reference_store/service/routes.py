@@ -1,8 +1,9 @@
 """The handlers: read a body, let the store decide, answer in JSON.
 
-The store works in a worker thread, except for the calls of one statement (read,
-search, recall, touch), which the pool answers from the event loop where the database
-allows (``pool.py``).
+The store works in a worker thread, except where the pool answers from the event loop
+(``pool.py``): the calls of one statement (read, search, recall, touch) where the
+database allows, and on PostgreSQL a write's guarded statements and a delete's or a
+restore's transaction.
 
 Each handler refuses bad input before the store opens a transaction (the store's own
 checks run first thing inside the call, and raise before any write), so a 4xx always
@@ -176,7 +177,7 @@ class Routes:
             await self.pool.run(lambda store: store.read(*HEALTH_PROBE))
         except Exception as error:
             return wire.Answer({"status": "unavailable",
-                                 "message": f"{type(error).__name__}: {error}"}, 503)
+                                "message": f"{type(error).__name__}: {error}"}, 503)
         return wire.Answer({"status": "ok"})
 
     async def metrics_text(self, request: Request) -> Response:
