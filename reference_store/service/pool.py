@@ -306,7 +306,7 @@ class _LoopConnections:
         self._begin = prepare(text("BEGIN"), self._dialect)
         self._commit = prepare(text("COMMIT"), self._dialect)
         self._size = size
-        self._free: list[Any] = []
+        self._free: list[_Link] = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self._slots: asyncio.Semaphore | None = None
 
@@ -318,7 +318,8 @@ class _LoopConnections:
             try:
                 rows = await self._send(connection, statement, params)
             except self._error as error:
-                dead = bool(self._dialect.is_disconnect(cast(Any, error), connection, None))
+                dead = bool(self._dialect.is_disconnect(cast(Any, error), connection.connection,
+                                                        None))
                 await connection.close()
                 if not (idle and dead):
                     raise self._wrap(error, statement, params, dead) from error
@@ -381,12 +382,13 @@ class _LoopConnections:
         async with self._slots:
             yield
 
-    async def _execute(self, connection: Any, statement: Prepared, params: dict[str, Any]
+    async def _execute(self, connection: _Link, statement: Prepared, params: dict[str, Any]
                        ) -> Sequence[tuple[Any, ...]]:
         try:
             return await self._send(connection, statement, params)
         except self._error as error:
-            dead = bool(self._dialect.is_disconnect(cast(Any, error), connection, None))
+            dead = bool(self._dialect.is_disconnect(cast(Any, error), connection.connection,
+                                                    None))
             raise self._wrap(error, statement, params, dead) from error
 
     def close(self) -> None:
@@ -395,25 +397,25 @@ class _LoopConnections:
         for connection in free:
             # AsyncConnection.close() only finishes the libpq connection, which needs
             # no loop; the loop the connection was made on may have ended.
-            connection.pgconn.finish()
+            connection.connection.pgconn.finish()
 
-    async def _connect(self, statement: Prepared) -> Any:
+    async def _connect(self, statement: Prepared) -> _Link:
         dbapi = self._dialect.loaded_dbapi
         try:
-            return await dbapi.AsyncConnection.connect(*self._connect_args,
-                                                       **self._connect_params)
+            return _Link(await dbapi.AsyncConnection.connect(*self._connect_args,
+                                                             **self._connect_params))
         except self._error as error:
             raise self._wrap(error, statement, None, True) from error
 
     @staticmethod
-    async def _send(connection: Any, statement: Prepared, params: dict[str, Any]
+    async def _send(connection: _Link, statement: Prepared, params: dict[str, Any]
                     ) -> Sequence[tuple[Any, ...]]:
-        async with connection.cursor() as cursor:
-            await cursor.execute(statement.sql, statement.parameters(params))
-            if cursor.description is None:  # a change that returns nothing
-                return []
-            rows: Sequence[tuple[Any, ...]] = await cursor.fetchall()
-            return rows
+        cursor = connection.cursor
+        await cursor.execute(statement.sql, statement.parameters(params))
+        if cursor.description is None:  # a change that returns nothing
+            return []
+        rows: Sequence[tuple[Any, ...]] = await cursor.fetchall()
+        return rows
 
     def _wrap(self, error: Exception, statement: Prepared, params: dict[str, Any] | None,
               dead: bool) -> Exception:
@@ -421,6 +423,22 @@ class _LoopConnections:
                                       dialect=self._dialect, connection_invalidated=dead)
         assert isinstance(wrapped, Exception)
         return wrapped
+
+
+class _Link:
+    """One of :class:`_LoopConnections`' connections, and the one cursor all its
+    statements go through: a cursor made for each statement cost 15–20 µs more CPU per
+    statement. A statement that fails closes the connection, so a cursor is never
+    reused after an error."""
+
+    __slots__ = ("connection", "cursor")
+
+    def __init__(self, connection: Any) -> None:
+        self.connection = connection
+        self.cursor = connection.cursor()
+
+    async def close(self) -> None:
+        await self.connection.close()
 
 
 class _ReadBatches:
