@@ -14,14 +14,14 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
-from starlette.types import ASGIApp
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .guard import BearerGuard
 from .metrics import Instrumented, ServiceMetrics
 from .openapi import openapi_document
 from .options import ServiceOptions
 from .pool import HandlePool
-from .routes import Routes, guarded
+from .routes import Handler, Routes, guarded
 from .wire import Answer
 
 __all__ = ["PUBLIC_PATHS", "build_app"]
@@ -36,14 +36,40 @@ def build_app(pool: HandlePool, options: ServiceOptions, metrics: ServiceMetrics
     """The service as an ASGI app over ``pool``; it never opens or closes the pool itself."""
     routes = Routes(pool, options, metrics, openapi_document())
     table = routes.table()
-    app: ASGIApp = Starlette(
-        routes=[Route(path, guarded(handler), methods=[method])
-                for path, method, handler in table],
+    handlers = [(path, method, guarded(handler)) for path, method, handler in table]
+    app: ASGIApp = Dispatch(handlers, Starlette(
+        routes=[Route(path, handler, methods=[method]) for path, method, handler in handlers],
         exception_handlers={HTTPException: _http_error},
-    )
+    ))
     if options.token is not None:
         app = BearerGuard(app, options.token, PUBLIC_PATHS)
     return Instrumented(app, metrics, [path for path, _, _ in table])
+
+
+class Dispatch:
+    """The service's own routes found by one dictionary lookup of method and path, and
+    answered as Starlette's router would (a Request, the handler, its Response); every
+    other request (an unknown path, a wrong method, HEAD) goes to ``router``, which
+    answers it as before.
+
+    Starlette's router tries each route's pattern in turn and wraps each call in two
+    exception middlewares that the handlers, which answer every exception themselves
+    (:func:`~reference_store.service.routes.guarded`), never need: about 9 µs of a
+    read's 66 on the event loop.
+    """
+
+    def __init__(self, handlers: list[tuple[str, str, Handler]], router: ASGIApp) -> None:
+        self._handlers = {(method, path): handler for path, method, handler in handlers}
+        self._router = router
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and not scope.get("root_path"):
+            handler = self._handlers.get((scope["method"], scope["path"]))
+            if handler is not None:
+                response = await handler(Request(scope, receive, send))
+                await response(scope, receive, send)
+                return
+        await self._router(scope, receive, send)
 
 
 async def _http_error(request: Request, error: Exception) -> Response:
