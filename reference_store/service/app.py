@@ -1,8 +1,9 @@
 """Assemble the ASGI application: routes, JSON errors for every refusal, auth, metrics.
 
 Layers, outermost first: metrics (so refused and unauthorized requests are counted
-too), then the bearer guard when a token is set, then Starlette's routing. Unknown
-routes and methods get the protocol's JSON error instead of Starlette's plain text.
+too), then the bearer guard when a token is set, then the routes (:class:`Dispatch`,
+with Starlette's router behind it for everything they do not take). Unknown routes and
+methods get the protocol's JSON error instead of Starlette's plain text.
 """
 
 from __future__ import annotations
