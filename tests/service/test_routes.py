@@ -165,6 +165,22 @@ def test_unknown_routes_and_methods_get_json_errors(served: Served):
     assert wrong.headers["allow"] == "POST"
 
 
+def test_what_the_routes_do_not_take_is_answered_by_starlettes_router(served: Served):
+    """The service finds its own routes by method and path; a HEAD, a trailing slash or
+    a wrong method must still get the router's answers, each counted by the metrics."""
+    head = call(served.url, "HEAD", "/healthz")
+    assert (head.status, head.body) == (200, b"")
+    assert head.headers["content-type"] == "application/json"
+    slash = call(served.url, "POST", "/v1/read/", {"namespace": "routes-d", "entity_id": "u"})
+    assert (slash.status, slash.headers["location"]) == (307, f"{served.url}/v1/read")
+    wrong = call(served.url, "GET", "/v1/read")
+    assert (wrong.status, wrong.json["error"], wrong.headers["allow"]) == (
+        405, "method_not_allowed", "POST")
+    exposition = call(served.url, "GET", "/metrics").body.decode()
+    assert 'memcert_http_requests_total{method="HEAD",route="/healthz",status="200"}' in \
+        exposition
+
+
 def test_sigterm_stops_gracefully_and_a_restart_serves_the_same_store(tmp_path: Path):
     with Served.start(str(tmp_path / "store.sqlite3")) as running:
         call(running.url, "POST", "/v1/write", _write("routes-r", "u1", "a", "b", 1, "r1"))
