@@ -146,10 +146,7 @@ class HandlePool:
         try:
             ack = await _sent(remote, steps)
         except _Replayed as replayed:
-            if replayed.outcome is not None:
-                return replayed.outcome
-            return await self.answer(
-                lambda store: store._plan_first_outcome(op.namespace, op.op_id))
+            return await self._first_outcome(op, replayed)
         except DBAPIError as error:
             if not _transient(error):
                 raise
@@ -170,9 +167,8 @@ class HandlePool:
             return await self.run(lambda store: _sent_change(store, op))
         try:
             ack = await remote.transaction(steps)
-        except _Replayed:
-            return await self.answer(
-                lambda store: store._plan_first_outcome(op.namespace, op.op_id))
+        except _Replayed as replayed:
+            return await self._first_outcome(op, replayed)
         except DBAPIError as error:
             if not (_transient(error) or error.connection_invalidated):
                 raise
@@ -181,6 +177,14 @@ class HandlePool:
             return await self.run(lambda store: _sent_change(store, op))
         handle._acknowledged("delete" if isinstance(op, Delete) else "restore", ack)
         return ack
+
+    async def _first_outcome(self, op: Write | Delete | Restore, replayed: _Replayed) -> Ack:
+        """A replay's answer: the outcome it found logged, else the one logged for its
+        op_id, read by a statement of its own."""
+        if replayed.outcome is not None:
+            return replayed.outcome
+        return await self.answer(
+            lambda store: store._plan_first_outcome(op.namespace, op.op_id))
 
     async def read(self, namespace: str, entity_id: str) -> list[Record]:
         """The contract read, answered like :meth:`answer`; on PostgreSQL, together with
@@ -318,8 +322,7 @@ class _LoopConnections:
             try:
                 rows = await self._send(connection, statement, params)
             except self._error as error:
-                dead = bool(self._dialect.is_disconnect(cast(Any, error), connection.connection,
-                                                        None))
+                dead = self._lost(error, connection)
                 await connection.close()
                 if not (idle and dead):
                     raise self._wrap(error, statement, params, dead) from error
@@ -387,9 +390,11 @@ class _LoopConnections:
         try:
             return await self._send(connection, statement, params)
         except self._error as error:
-            dead = bool(self._dialect.is_disconnect(cast(Any, error), connection.connection,
-                                                    None))
-            raise self._wrap(error, statement, params, dead) from error
+            raise self._wrap(error, statement, params, self._lost(error, connection)) from error
+
+    def _lost(self, error: Exception, connection: _Link) -> bool:
+        """Whether ``error`` says the connection is gone, as SQLAlchemy judges it."""
+        return bool(self._dialect.is_disconnect(cast(Any, error), connection.connection, None))
 
     def close(self) -> None:
         """Close the idle connections; callable with no loop running."""
