@@ -15,7 +15,7 @@ reusing a column's name.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cache
 from operator import itemgetter
@@ -392,7 +392,7 @@ def with_log(parts: Sequence[Prepared], log: Prepared) -> Prepared:
         fixed.update({prefix + key: value for key, value in statement.fixed.items()})
     text = "WITH " + ", ".join(sql[:-1]) + " " + sql[-1]
     return Prepared(text, tuple(keys), tuple(names), fixed, tuple(processors),
-                    _picker(tuple(keys)))
+                    picker(tuple(keys)))
 
 
 def prefixed(*params: Mapping[str, Any]) -> dict[str, Any]:
@@ -425,14 +425,19 @@ class Prepared:
     pick: Callable[[Mapping[str, Any]], tuple[Any, ...]]
 
     def parameters(self, given: Mapping[str, Any]) -> Sequence[Any] | dict[str, Any]:
+        values = self.values(given)
+        if self.names is None:
+            return values
+        return dict(zip(self.names, values, strict=True))
+
+    def values(self, given: Mapping[str, Any]) -> Sequence[Any]:
+        """The parameters' values in the order of ``keys``, converted but not named."""
         values: Sequence[Any] = self.pick({**self.fixed, **given} if self.fixed else given)
         if self.processors:
             values = list(values)
             for index, process in self.processors:
                 values[index] = process(values[index])
-        if self.names is None:
-            return values
-        return dict(zip(self.names, values, strict=True))
+        return values
 
 
 @dataclass(frozen=True, slots=True)
@@ -476,12 +481,12 @@ def prepare(statement: ClauseElement, dialect: Dialect,
         if process is not None:
             processors.append((index, process))
     fixed = {key: bind.effective_value for key, bind in binds.items() if not bind.required}
-    return Prepared(compiled.string, keys, names, fixed, tuple(processors), _picker(keys))
+    return Prepared(compiled.string, keys, names, fixed, tuple(processors), picker(keys))
 
 
-def _picker(keys: tuple[str, ...]) -> Callable[[Mapping[str, Any]], tuple[Any, ...]]:
-    """The values of ``keys`` from a mapping, as a tuple (``itemgetter`` unwraps one key
-    and takes no fewer)."""
+def picker(keys: tuple[Hashable, ...]) -> Callable[[Any], tuple[Any, ...]]:
+    """The values of ``keys`` from a mapping or a sequence, as a tuple (``itemgetter``
+    unwraps one key and takes no fewer)."""
     if not keys:
         return lambda values: ()
     if len(keys) == 1:

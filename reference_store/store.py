@@ -680,13 +680,19 @@ _ONE_ACTIVE = "memories_one_active"
 
 def _constraint(error: IntegrityError) -> str | None:
     """The constraint or unique index that refused a row (PostgreSQL says)."""
-    name: str | None = getattr(getattr(error.orig, "diag", None), "constraint_name", None)
+    name: str | None = _detail(error, "constraint_name")
     return name
 
 
 def _refused_by(error: IntegrityError, table: str) -> bool:
     """Whether the refusal names ``table`` (PostgreSQL says; SQLite never does)."""
-    return getattr(getattr(error.orig, "diag", None), "table_name", None) == table
+    return bool(_detail(error, "table_name") == table)
+
+
+def _detail(error: IntegrityError, field: str) -> Any:
+    """A field of the server's error report: psycopg's errors keep it in ``diag``, and
+    asyncpg's (the HTTP service's loop, ``service/loop_connections.py``) on themselves."""
+    return getattr(getattr(error.orig, "diag", error.orig), field, None)
 
 
 def _found(record: tuple[Any, ...]) -> tuple[Any, ...] | None:

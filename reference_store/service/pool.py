@@ -17,7 +17,8 @@ more CPU than the statement itself (docs/performance.md, "HTTP service"):
   writing statement (touch) may wait for the write lock, so it goes to a thread;
 - PostgreSQL: the loop's handle checks the input and plans the call, and the loop
   sends its one statement, reading or writing, on an asynchronous connection of its
-  own (:class:`_LoopConnections`), so it waits on the network or on a row lock
+  own (``loop_connections.LoopConnections``, asyncpg's: about half psycopg's CPU per
+  statement), so it waits on the network or on a row lock
   without holding a thread. Contract reads that wait at the same time go together, as
   one statement (:class:`_ReadBatches`). A writing statement is not retried there:
   touch, the only one, updates one row in a statement of its own under READ COMMITTED,
@@ -68,18 +69,20 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import AsyncIterator, Callable, Generator, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import asynccontextmanager
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from sqlalchemy import Engine, text
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from invariants.backend import Ack, Delete, Record, Restore, Write
+from invariants.errors import InvalidArgument
 
-from ..statements import Plan, Prepared, prepare
+from ..statements import Plan
 from ..store import ReferenceStore, WriteOptions, _Replayed, _Steps, _transient, guard_refused
+
+if TYPE_CHECKING:
+    from .loop_connections import LoopConnections
 
 __all__ = ["HandlePool"]
 
@@ -111,7 +114,7 @@ class HandlePool:
         self._lock = threading.Lock()
         self._workers = ThreadPoolExecutor(size, thread_name_prefix="memcert-store")
         self._loop_handle: ReferenceStore | None = None
-        self._remote: _LoopConnections | None = None
+        self._remote: LoopConnections | None = None
         self._reads: _ReadBatches | None = None
         self._threads_only = False
 
@@ -123,8 +126,11 @@ class HandlePool:
 
     def warm(self) -> None:
         """Open one handle now, so an unreachable database fails the start, not a request;
-        where reads run on the loop, it is the loop's own."""
+        where reads run on the loop, it is the loop's own, and on PostgreSQL one of the
+        loop's connections is opened and closed too. Call it with no loop running."""
         self._loop_side()
+        if self._remote is not None:
+            self._remote.probe()
 
     async def run(self, work: Callable[[ReferenceStore], T]) -> T:
         """Run ``work`` with a handle of its own in a worker thread.
@@ -234,7 +240,14 @@ class HandlePool:
             if self.in_process:
                 self._loop_handle = handle
             elif handle.engine.dialect.name == "postgresql":
-                self._remote = _LoopConnections(handle.engine, self.size)
+                try:
+                    from .loop_connections import LoopConnections
+                except ImportError as missing:
+                    self._give(handle)
+                    raise InvalidArgument(
+                        "memcert serve on PostgreSQL needs asyncpg, which the postgres "
+                        "extra installs: pip install 'memcert[postgres]'") from missing
+                self._remote = LoopConnections(handle.engine, self.size)
                 self._reads = _ReadBatches(self._remote, handle._plan_reads)
                 self._loop_handle = handle
             else:
@@ -266,7 +279,7 @@ class HandlePool:
             self._free.append(handle)
 
 
-async def _sent(remote: _LoopConnections, steps: _Steps) -> Ack | None:
+async def _sent(remote: LoopConnections, steps: _Steps) -> Ack | None:
     """Run a write's guarded attempts (``ReferenceStore._planned_write``) on the loop."""
     answer: Any = None
     while True:
@@ -287,165 +300,6 @@ def _sent_change(store: ReferenceStore, op: Delete | Restore) -> Ack:
     return store.delete(op) if isinstance(op, Delete) else store.restore(op)
 
 
-class _LoopConnections:
-    """Asynchronous connections to PostgreSQL on which the event loop sends single
-    statements, each a transaction of its own (autocommit).
-
-    They are made as the store's engine makes its own (same connection arguments, same
-    type adapters), so a row comes back exactly as on a handle. At most ``size`` are
-    in use at once; they open on first need and stay open. A connection whose statement
-    failed, or was cancelled midway, is closed rather than reused. A connection found
-    dead by its first statement after sitting idle (the server restarted, or dropped
-    it) is replaced and the statement sent again, as :class:`DriverTransaction` does on
-    a handle: a read that never reached the server can be sent twice. Failures are
-    raised as SQLAlchemy's ``DBAPIError``, so the service answers them as it answers a
-    handle's.
-    """
-
-    def __init__(self, engine: Engine, size: int) -> None:
-        self._dialect = engine.dialect
-        self._error: type[Exception] = self._dialect.loaded_dbapi.Error
-        self._connect_args, params = self._dialect.create_connect_args(engine.url)
-        self._connect_params = {**params, "autocommit": True}
-        self._begin = prepare(text("BEGIN"), self._dialect)
-        self._commit = prepare(text("COMMIT"), self._dialect)
-        self._size = size
-        self._free: list[_Link] = []
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._slots: asyncio.Semaphore | None = None
-
-    async def all(self, statement: Prepared, params: dict[str, Any]
-                  ) -> Sequence[tuple[Any, ...]]:
-        async with self._slot():
-            idle = bool(self._free)
-            connection = self._free.pop() if idle else await self._connect(statement)
-            try:
-                rows = await self._send(connection, statement, params)
-            except self._error as error:
-                dead = self._lost(error, connection)
-                await connection.close()
-                if not (idle and dead):
-                    raise self._wrap(error, statement, params, dead) from error
-                connection = await self._connect(statement)
-                try:
-                    rows = await self._send(connection, statement, params)
-                except self._error as again:
-                    await connection.close()
-                    raise self._wrap(again, statement, params, True) from again
-                except BaseException:
-                    await connection.close()
-                    raise
-            except BaseException:
-                await connection.close()
-                raise
-            self._free.append(connection)
-            return rows
-
-    async def transaction(self, steps: Generator[Plan[Any], Any, T]) -> T:
-        """Send the plans of ``steps`` as one transaction on one connection, each plan's
-        answer sent back and a statement's refusal thrown in (as SQLAlchemy's
-        ``IntegrityError``); commit once they end, and return what they return.
-
-        Whatever goes wrong, the connection is closed rather than reused, and with it
-        the transaction is rolled back if it had not committed. A failure other than a
-        refusal is raised as ``DBAPIError``; ``connection_invalidated`` then says the
-        connection was lost, in which case a COMMIT sent may or may not have applied.
-        """
-        plan = next(steps)
-        async with self._slot():
-            connection = self._free.pop() if self._free else await self._connect(plan.statement)
-            try:
-                await self._execute(connection, self._begin, {})
-                while True:
-                    refused: IntegrityError | None = None
-                    try:
-                        rows = await self._execute(connection, plan.statement, plan.params)
-                    except IntegrityError as error:
-                        refused = error
-                    try:
-                        plan = (steps.send(plan.finish(rows)) if refused is None
-                                else steps.throw(refused))
-                    except StopIteration as done:
-                        result: T = done.value
-                        break
-                await self._execute(connection, self._commit, {})
-            except BaseException:
-                await connection.close()
-                raise
-            self._free.append(connection)
-            return result
-
-    @asynccontextmanager
-    async def _slot(self) -> AsyncIterator[None]:
-        """One of the ``size`` connections' turns, on this loop's connections."""
-        loop = asyncio.get_running_loop()
-        if self._slots is None or loop is not self._loop:
-            self.close()
-            self._loop, self._slots = loop, asyncio.Semaphore(self._size)
-        async with self._slots:
-            yield
-
-    async def _execute(self, connection: _Link, statement: Prepared, params: dict[str, Any]
-                       ) -> Sequence[tuple[Any, ...]]:
-        try:
-            return await self._send(connection, statement, params)
-        except self._error as error:
-            raise self._wrap(error, statement, params, self._lost(error, connection)) from error
-
-    def _lost(self, error: Exception, connection: _Link) -> bool:
-        """Whether ``error`` says the connection is gone, as SQLAlchemy judges it."""
-        return bool(self._dialect.is_disconnect(cast(Any, error), connection.connection, None))
-
-    def close(self) -> None:
-        """Close the idle connections; callable with no loop running."""
-        free, self._free = self._free, []
-        for connection in free:
-            # AsyncConnection.close() only finishes the libpq connection, which needs
-            # no loop; the loop the connection was made on may have ended.
-            connection.connection.pgconn.finish()
-
-    async def _connect(self, statement: Prepared) -> _Link:
-        dbapi = self._dialect.loaded_dbapi
-        try:
-            return _Link(await dbapi.AsyncConnection.connect(*self._connect_args,
-                                                             **self._connect_params))
-        except self._error as error:
-            raise self._wrap(error, statement, None, True) from error
-
-    @staticmethod
-    async def _send(connection: _Link, statement: Prepared, params: dict[str, Any]
-                    ) -> Sequence[tuple[Any, ...]]:
-        cursor = connection.cursor
-        await cursor.execute(statement.sql, statement.parameters(params))
-        if cursor.description is None:  # a change that returns nothing
-            return []
-        rows: Sequence[tuple[Any, ...]] = await cursor.fetchall()
-        return rows
-
-    def _wrap(self, error: Exception, statement: Prepared, params: dict[str, Any] | None,
-              dead: bool) -> Exception:
-        wrapped = DBAPIError.instance(statement.sql, params, error, self._error,
-                                      dialect=self._dialect, connection_invalidated=dead)
-        assert isinstance(wrapped, Exception)
-        return wrapped
-
-
-class _Link:
-    """One of :class:`_LoopConnections`' connections, and the one cursor all its
-    statements go through: a cursor made for each statement cost 15–20 µs more CPU per
-    statement. A statement that fails closes the connection, so a cursor is never
-    reused after an error."""
-
-    __slots__ = ("connection", "cursor")
-
-    def __init__(self, connection: Any) -> None:
-        self.connection = connection
-        self.cursor = connection.cursor()
-
-    async def close(self) -> None:
-        await self.connection.close()
-
-
 class _ReadBatches:
     """Contract reads sent to PostgreSQL together: while :data:`BATCHES_SENDING` batches
     are on their way, reads wait, and the next batch takes every read waiting (up to
@@ -462,7 +316,7 @@ class _ReadBatches:
     batch fails each of its reads with the batch's error.
     """
 
-    def __init__(self, remote: _LoopConnections,
+    def __init__(self, remote: LoopConnections,
                  plan: Callable[[Sequence[tuple[str, str]]], Plan[list[list[Record]]]]) -> None:
         self._remote = remote
         self._plan = plan

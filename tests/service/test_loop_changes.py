@@ -13,7 +13,7 @@ from sqlalchemy.exc import OperationalError
 
 from invariants.backend import Ack, Delete, Restore, Write
 from reference_store import ReferenceStore, WriteOptions
-from reference_store.service import pool as pool_module
+from reference_store.service.loop_connections import LoopConnections
 from reference_store.service.pool import HandlePool
 
 Op = Write | Delete | Restore
@@ -126,7 +126,7 @@ def test_a_connection_lost_at_commit_is_answered_from_a_thread_with_the_first_ou
     """The COMMIT reached the server and the answer did not: the outcome is unknown to
     the loop, so a thread sends the delete again, and its op_id finds the committed one."""
     send(pool, Write("lost", "e", "city", "Oslo", 1, "w1"))
-    execute = pool_module._LoopConnections._execute
+    execute = LoopConnections._execute
 
     async def commit_then_lose(self: Any, connection: Any, statement: Any,
                                params: Any) -> Any:
@@ -137,7 +137,7 @@ def test_a_connection_lost_at_commit_is_answered_from_a_thread_with_the_first_ou
                                    connection_invalidated=True)
         return rows
 
-    monkeypatch.setattr(pool_module._LoopConnections, "_execute", commit_then_lose)
+    monkeypatch.setattr(LoopConnections, "_execute", commit_then_lose)
     assert send(pool, Delete("lost", "e", 2, "d2")) == Ack(True, 2)
     assert pool.opened == 2, "the delete was not sent again from a thread"
     monkeypatch.undo()
@@ -154,7 +154,7 @@ def test_the_entity_stays_locked_from_the_decision_to_the_commit(pool: HandlePoo
     handle = pool._loop_side()
     assert handle is not None
     lock_sql = handle._sql.lock_entity.sql
-    execute = pool_module._LoopConnections._execute
+    execute = LoopConnections._execute
     locked, release = anyio.Event(), anyio.Event()
 
     async def pause_after_the_first_lock(self: Any, connection: Any, statement: Any,
@@ -165,7 +165,7 @@ def test_the_entity_stays_locked_from_the_decision_to_the_commit(pool: HandlePoo
             await release.wait()
         return rows
 
-    monkeypatch.setattr(pool_module._LoopConnections, "_execute", pause_after_the_first_lock)
+    monkeypatch.setattr(LoopConnections, "_execute", pause_after_the_first_lock)
     answers: dict[str, Ack] = {}
 
     async def change(op: Delete | Restore) -> None:
