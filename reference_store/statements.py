@@ -72,6 +72,12 @@ def read_active_many() -> Select[Any]:
     One statement reads one snapshot, so every read answered from it sees the same
     committed state, taken after all of them were asked (service/pool.py batches the
     reads that wait at once). A pair asked twice gets its rows twice, under each number.
+
+    Each pair's rows are a lateral subquery behind ``OFFSET 0``, which the planner may
+    not merge into a join: it looks each pair up in the index of active rows, however
+    it estimates the arrays. The service plans the statement once, without their values
+    (``service/loop_connections.PLANNED_ONCE``); a plain join was then planned as a hash
+    join over every active row.
     """
     wanted = (
         func.unnest(bindparam("p_namespaces", type_=postgresql.ARRAY(String)),
@@ -80,11 +86,17 @@ def read_active_many() -> Select[Any]:
         .render_derived(name="wanted")
     )
     m = memories.c
+    found = (
+        select(m.entity_id, m.attribute, m.value, m.causal_seq, m.version)
+        .where(m.namespace == wanted.c.namespace, m.entity_id == wanted.c.entity_id, _active)
+        .offset(0)
+        .lateral("found")
+    )
+    f = found.c
     return (
-        select(wanted.c.ordinal, m.entity_id, m.attribute, m.value, m.causal_seq, m.version)
-        .select_from(wanted.join(memories, and_(m.namespace == wanted.c.namespace,
-                                                m.entity_id == wanted.c.entity_id, _active)))
-        .order_by(wanted.c.ordinal, m.causal_seq, m.version)
+        select(wanted.c.ordinal, f.entity_id, f.attribute, f.value, f.causal_seq, f.version)
+        .select_from(wanted.join(found, true()))
+        .order_by(wanted.c.ordinal, f.causal_seq, f.version)
     )
 
 

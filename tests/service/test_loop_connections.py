@@ -18,7 +18,11 @@ from sqlalchemy.exc import DataError, IntegrityError
 from invariants.backend import Write
 from invariants.errors import InvalidArgument
 from reference_store import ReferenceStore
-from reference_store.service.loop_connections import LoopConnections, asyncpg_arguments
+from reference_store.service.loop_connections import (
+    LoopConnections,
+    _Translated,
+    asyncpg_arguments,
+)
 from reference_store.service.pool import HandlePool
 from reference_store.statements import prepare
 from reference_store.store import _refused_by, _transient
@@ -126,3 +130,43 @@ def test_without_asyncpg_the_pool_says_what_to_install(fresh_pg_url: str,
         assert len(pool._free) == pool.opened == 1, "the handle it opened was not given back"
     finally:
         pool.close()
+
+
+def test_the_loops_connections_plan_each_statement_once(send: Send):
+    assert [tuple(row) for row in send("SELECT current_setting('plan_cache_mode')")] == [
+        ("force_generic_plan",)]
+
+
+def test_the_urls_options_still_choose_how_plans_are_cached(fresh_pg_url: str):
+    url = f"{fresh_pg_url}?options=-cplan_cache_mode%3Dauto"
+    with ReferenceStore(url) as store:
+        remote = LoopConnections(store.engine, 1)
+        shown = prepare(text("SELECT current_setting('plan_cache_mode')"), store.engine.dialect)
+
+    async def setting() -> Sequence[tuple[Any, ...]]:
+        return await remote.all(shown, {})
+
+    try:
+        assert [tuple(row) for row in anyio.run(setting)] == [("auto",)]
+    finally:
+        remote.close()
+
+
+def test_a_batched_read_planned_once_looks_each_pair_up_in_the_index(fresh_pg_url: str):
+    """Planned without its arrays, as the loop's connections plan it, the batched read
+    still finds each pair's active rows by the index. A plain join of the arrays with
+    the table was planned as a hash join over a scan of every active row: fine for a
+    batch of ten pairs in a small store, a full scan per batch in a large one."""
+    with ReferenceStore(fresh_pg_url) as store:
+        for n in range(200):
+            store.write(Write("plan", f"e{n % 8}", "city", f"city number {n}", n + 1, f"w{n}"))
+        batched = _Translated(store._sql.read_active_many).sql
+    with psycopg.connect(_libpq(fresh_pg_url), autocommit=True) as admin:
+        admin.execute("ANALYZE")
+        admin.execute("SET plan_cache_mode = force_generic_plan")
+        admin.execute(f"PREPARE batched AS {batched}".encode())
+        plan = "\n".join(str(row[0]) for row in admin.execute(
+            "EXPLAIN EXECUTE batched('{plan,plan}', '{e1,e2}', 0)"))
+    assert "Index Scan using memories_one_active on memories" in plan, plan
+    assert "Index Cond: (((namespace)::text = (wanted.namespace)::text)" in plan, plan
+    assert "Seq Scan" not in plan and "Hash" not in plan, plan
