@@ -17,6 +17,8 @@ import asyncpg
 from sqlalchemy import URL, Engine, text
 from sqlalchemy.exc import DataError, DBAPIError, IntegrityError, OperationalError, ProgrammingError
 
+from invariants.errors import InvalidArgument
+
 from ..statements import Plan, Prepared, picker, prepare
 
 __all__ = ["LoopConnections", "asyncpg_arguments"]
@@ -30,8 +32,8 @@ class LoopConnections:
     deletes and restores.
 
     They are asyncpg's, not psycopg's like the store's handles: per statement sent from
-    the loop, psycopg's asynchronous cursor cost 47–52 µs of CPU and asyncpg 22–24
-    (16 tasks, one simple SELECT each, on uvloop). The statements are the store's, compiled
+    the loop, psycopg's asynchronous cursor cost 47–52 µs of CPU and asyncpg 22–24 (16
+    tasks, one simple SELECT each, on uvloop). The statements are the store's, compiled
     for psycopg, and translated once each (:class:`_Translated`). The store's columns are
     text, integers, booleans and floats, which both drivers return as the same Python
     values; rows come back as asyncpg's records, which index, slice, unpack and compare
@@ -42,9 +44,9 @@ class LoopConnections:
     rather than reused. A connection found dead by its first statement after sitting
     idle (the server restarted, or dropped it) is replaced and the statement sent again,
     as ``engine.DriverTransaction`` does on a handle: a read that never reached the
-    server can be sent twice. Failures are raised as SQLAlchemy's ``DBAPIError`` of the class
-    psycopg's would have been (``IntegrityError`` for a refused row, and so on), so the
-    store and the service judge them as they judge a handle's.
+    server can be sent twice. Failures are raised as SQLAlchemy's ``DBAPIError`` of the
+    class psycopg's would have been (``IntegrityError`` for a refused row, and so on),
+    so the store and the service judge them as they judge a handle's.
     """
 
     def __init__(self, engine: Engine, size: int) -> None:
@@ -268,19 +270,19 @@ def _settings(options: str) -> dict[str, str]:
     separated by spaces) as settings."""
     settings: dict[str, str] = {}
     words = iter(shlex.split(options))
-    for word in words:
-        if word == "-c":
+    for given in words:
+        if given == "-c":
             word = next(words, "")
-        elif word.startswith("-c"):
-            word = word[2:]
-        elif word.startswith("--"):
-            word = word[2:].replace("-", "_")
+        elif given.startswith("-c"):
+            word = given[2:]
+        elif given.startswith("--"):
+            word = given[2:].replace("-", "_")
         else:
-            raise ValueError(f"the URL's options {options!r} hold {word!r}, which is not "
-                             "a setting: write each one as -c name=value")
+            word = ""
         name, equals, value = word.partition("=")
         if not (name and equals):
-            raise ValueError(f"the URL's options {options!r} hold {word!r}, which is not "
-                             "a setting: write each one as -c name=value")
+            raise InvalidArgument(
+                f"the database URL's options {options!r} hold {given!r}, which is not a "
+                "setting: write each one as -c name=value")
         settings[name] = value
     return settings

@@ -73,6 +73,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from invariants.backend import Ack, Delete, Record, Restore, Write
@@ -241,13 +242,10 @@ class HandlePool:
                 self._loop_handle = handle
             elif handle.engine.dialect.name == "postgresql":
                 try:
-                    from .loop_connections import LoopConnections
-                except ImportError as missing:
+                    self._remote = _loop_connections(handle.engine, self.size)
+                except BaseException:
                     self._give(handle)
-                    raise InvalidArgument(
-                        "memcert serve on PostgreSQL needs asyncpg, which the postgres "
-                        "extra installs: pip install 'memcert[postgres]'") from missing
-                self._remote = LoopConnections(handle.engine, self.size)
+                    raise
                 self._reads = _ReadBatches(self._remote, handle._plan_reads)
                 self._loop_handle = handle
             else:
@@ -277,6 +275,17 @@ class HandlePool:
     def _give(self, handle: ReferenceStore) -> None:
         with self._lock:
             self._free.append(handle)
+
+
+def _loop_connections(engine: Engine, size: int) -> LoopConnections:
+    """The loop's connections to PostgreSQL, whose module needs asyncpg."""
+    try:
+        from .loop_connections import LoopConnections
+    except ImportError as missing:
+        raise InvalidArgument(
+            "memcert serve on PostgreSQL needs asyncpg, which the postgres extra "
+            "installs: pip install 'memcert[postgres]'") from missing
+    return LoopConnections(engine, size)
 
 
 async def _sent(remote: LoopConnections, steps: _Steps) -> Ack | None:

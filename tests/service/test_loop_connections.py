@@ -113,7 +113,7 @@ def test_libpqs_own_parameters_become_asyncpgs_arguments():
 
 @pytest.mark.parametrize("options", ["-c", "search_path=x", "-c nothing"])
 def test_options_that_are_not_settings_are_refused_by_name(options: str):
-    with pytest.raises(ValueError, match="-c name=value") as refused:
+    with pytest.raises(InvalidArgument, match="-c name=value") as refused:
         asyncpg_arguments(make_url("postgresql+psycopg://u@h/d").update_query_dict(
             {"options": options}))
     assert repr(options) in str(refused.value)
