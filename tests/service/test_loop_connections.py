@@ -11,6 +11,7 @@ from typing import Any
 import anyio
 import psycopg
 import pytest
+from psycopg import sql
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DataError, IntegrityError
@@ -158,15 +159,20 @@ def test_a_batched_read_planned_once_looks_each_pair_up_in_the_index(fresh_pg_ur
     the table was planned as a hash join over a scan of every active row: fine for a
     batch of ten pairs in a small store, a full scan per batch in a large one."""
     with ReferenceStore(fresh_pg_url) as store:
-        for n in range(200):
+        for n in range(400):
             store.write(Write("plan", f"e{n % 8}", "city", f"city number {n}", n + 1, f"w{n}"))
-        batched = _Translated(store._sql.read_active_many).sql
+        statement = store._sql.read_active_many
+    assert statement is not None
+    batched = _Translated(statement)
+    values = batched.pick(statement.values({"p_namespaces": ["plan", "plan"],
+                                            "p_entity_ids": ["e1", "e2"]}))
     with psycopg.connect(_libpq(fresh_pg_url), autocommit=True) as admin:
         admin.execute("ANALYZE")
         admin.execute("SET plan_cache_mode = force_generic_plan")
-        admin.execute(f"PREPARE batched AS {batched}".encode())
+        admin.execute(f"PREPARE batched AS {batched.sql}".encode())
         plan = "\n".join(str(row[0]) for row in admin.execute(
-            "EXPLAIN EXECUTE batched('{plan,plan}', '{e1,e2}', 0)"))
+            sql.SQL("EXPLAIN EXECUTE batched({})").format(
+                sql.SQL(", ").join(sql.Literal(value) for value in values))))
     assert "Index Scan using memories_one_active on memories" in plan, plan
     assert "Index Cond: (((namespace)::text = (wanted.namespace)::text)" in plan, plan
     assert "Seq Scan" not in plan and "Hash" not in plan, plan
