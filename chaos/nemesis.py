@@ -48,8 +48,11 @@ _IN_FLIGHT_WAIT_S = 1.0
 
 
 class ServiceControl(Protocol):
-    """A service process the nemesis may crash. ``restart`` returns once the service
-    answers again, on the same database and port; neither method may touch the data."""
+    """A service process the nemesis may crash. ``freeze`` returns once the service
+    answers nothing more (until it is killed); ``restart`` returns once it answers again,
+    on the same database and port; none of them may touch the data."""
+
+    def freeze(self) -> None: ...
 
     def kill(self) -> None: ...
 
@@ -231,12 +234,21 @@ class Nemesis:
         self._note(step.describe(), begin, self._workers_of(groups))
 
     def _crash(self, step: NemesisStep) -> None:
-        """Kill the service with an operation in flight if one comes within a moment, so
-        the crash really cuts one short, then restart it after ``down_s``."""
+        """Crash the service with an operation in flight, then restart it after
+        ``down_s``.
+
+        The service is frozen first (SIGSTOP), which is a crash as far as it can tell:
+        it answers nothing from then on. An operation invoked after that cannot have been
+        answered, so once a worker has invoked one (or a moment has passed without any)
+        the kill (SIGKILL) cuts it short for certain. Killing as soon as some operation
+        was outstanding did not: its answer could already be on its way, and under load
+        both kills of a run sometimes cut nothing, which left durability unknown."""
         service = self._service
         assert service is not None
+        service.freeze()
+        frozen_at = len(self._recorder)
         waited = time.monotonic() + _IN_FLIGHT_WAIT_S
-        while self._recorder.outstanding == 0 and time.monotonic() < waited:
+        while self._recorder.outstanding_since(frozen_at) == 0 and time.monotonic() < waited:
             if self._stop.wait(0.001):
                 break
         begin = len(self._recorder)
@@ -327,7 +339,8 @@ def _bound(factory: HttpFactory, backoff_s: float) -> BackendFactory:
 
 def _service_of(factory: BackendFactory) -> ServiceControl | None:
     service = getattr(factory, "service", None)
-    if all(callable(getattr(service, name, None)) for name in ("kill", "restart")) and hasattr(
+    controls = ("freeze", "kill", "restart")
+    if all(callable(getattr(service, name, None)) for name in controls) and hasattr(
             service, "running"):
         return service
     return None

@@ -1057,6 +1057,14 @@ class HistoryRecorder:
         """How many operations are invoked and not yet completed."""
         return len(self._validator.outstanding)
 
+    def outstanding_since(self, index: int) -> int:
+        """How many operations invoked at entry ``index`` or later are not yet completed:
+        after a service was frozen when the history was ``index`` entries long, those
+        are the operations it cannot have answered."""
+        with self._lock:
+            return sum(1 for entry in self._validator.outstanding.values()
+                       if entry.index >= index)
+
     def __len__(self) -> int:
         return len(self._validator.partner)
 

@@ -4,8 +4,11 @@ verdict, for a backend they cannot reach that way."""
 
 from __future__ import annotations
 
+import itertools
 import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,7 +19,7 @@ from chaos.report import INVARIANTS, render_table
 from chaos.service import ManagedService, managed_service
 from invariants.adapters.http import HttpFactory
 from invariants.backend import Ack, Record, Write
-from invariants.history import HistoryRecorder, Read, WriteMeta
+from invariants.history import HistoryRecorder, Read, WriteMeta, read_history
 
 NOT_HTTP = ("needs a backend reached over HTTP, so that faults can sit between the workers "
             "and the service: certify a service URL (memcert certify http://HOST:PORT) or "
@@ -55,6 +58,7 @@ def test_the_network_suite_certifies_a_served_store_and_every_fault_fired(tmp_pa
     assert wire["clients/lost_answers"] + wire["clients/black_hole"] > 0
     crash = scenarios["crash_restart"]
     assert (crash.faults_fired["kill"], crash.faults_fired["restart"]) == (2, 2)
+    assert min(cut_short_by_each_kill(tmp_path / "out", crash.nemesis)) > 0
     assert [e["do"] for e in crash.nemesis] == ["kill", "restart", "kill", "restart", "heal"]
     cut = [e for e in scenarios["partition"].nemesis if e["do"] == "partition"]
     # Worker k of a plan is in group k % 2; the partition plan's first worker id is 9.
@@ -163,11 +167,20 @@ def test_each_condition_counts_only_what_the_fault_it_names_could_explain():
     assert measure(recorder.history())["partition_cut_ops"] == 0
 
 
+def cut_short_by_each_kill(out: Path, nemesis: Sequence[Mapping[str, Any]]) -> list[int]:
+    """How many operations each kill of a run cut short, from its history."""
+    history = read_history(out / "history.jsonl")
+    crashes = [(kill, restart) for kill, restart in itertools.pairwise(nemesis)
+               if kill["do"] == "kill" and restart["do"] == "restart"]
+    return [measure(history, list(crash))["crash_lost_in_flight"] for crash in crashes]
+
+
 @pytest.mark.slow
 def test_crash_restart_on_postgres_loses_no_acknowledged_write(tmp_path, fresh_pg_url):
-    """Eight workers: durability needs an operation in flight at a kill, and four left
-    1 to 8 of them over the two kills (0 once, under a loaded CI run: unknown), eight 11
-    to 16."""
+    """Durability needs an operation in flight at a kill. Killing as soon as one was
+    outstanding left none cut short by either kill once, under a loaded CI run
+    (durability unknown); the service is now frozen first, and killed once a request
+    it cannot answer is on its way, so every kill cuts one short."""
     with managed_service(fresh_pg_url) as served:
         report = certify(served, options(tmp_path, suite=suite_of(tmp_path, "crash_restart"),
                                          workers=8))
@@ -175,6 +188,8 @@ def test_crash_restart_on_postgres_loses_no_acknowledged_write(tmp_path, fresh_p
     assert report.verdict == "certified", render_table(report)
     assert report.coverage["writes_acked_before_crash"] > 0
     assert report.scenarios[0].faults_fired == {"kill": 2, "restart": 2}
+    cut = cut_short_by_each_kill(tmp_path / "out", report.scenarios[0].nemesis)
+    assert len(cut) == 2 and min(cut) > 0, cut
     assert report.command.startswith(f"memcert certify --serve --db {fresh_pg_url} --seed ")
 
 

@@ -274,6 +274,22 @@ def test_recorder_refuses_a_second_operation_on_a_busy_worker():
     assert recorder.outstanding == 1
 
 
+def test_outstanding_since_counts_the_operations_invoked_from_that_entry_on():
+    recorder = HistoryRecorder()
+    early = recorder.invoke(0, Read("ns", "u1"))
+    done = recorder.invoke(1, Read("ns", "u1"))
+    recorder.ok(done, [])
+    frozen_at = len(recorder)
+    assert recorder.outstanding_since(frozen_at) == 0
+    late = recorder.invoke(2, Read("ns", "u2"))
+    recorder.invoke(3, Read("ns", "u3"))
+    assert (recorder.outstanding, recorder.outstanding_since(frozen_at)) == (3, 2)
+    recorder.info(late, "OutcomeUnknown: reset")
+    recorder.ok(early, [])
+    assert (recorder.outstanding, recorder.outstanding_since(frozen_at)) == (1, 1)
+    assert recorder.outstanding_since(0) == 1
+
+
 def test_a_fail_may_carry_error_text_that_proves_nothing_was_applied(tmp_path):
     path = tmp_path / "history.jsonl"
     with HistoryRecorder(path) as recorder:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 import threading
@@ -188,6 +189,24 @@ def test_sigterm_stops_gracefully_and_a_restart_serves_the_same_store(tmp_path: 
         assert running.lines[-1] == "memcert: stopped"
         running.restart()
         read = call(running.url, "POST", "/v1/read", {"namespace": "routes-r",
+                                                      "entity_id": "u1"})
+        assert [r["value"] for r in read.json["records"]] == ["b"]
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGSTOP"), reason="no SIGSTOP on Windows")
+def test_a_frozen_service_answers_nothing_until_killed_and_restarted(tmp_path: Path):
+    """What the crash nemesis relies on: a request sent after freeze() gets no answer
+    (so a kill then cuts it short for certain), and the store is whole after a restart."""
+    with Served.start(str(tmp_path / "store.sqlite3")) as running:
+        call(running.url, "POST", "/v1/write", _write("routes-f", "u1", "a", "b", 1, "f1"))
+        running.freeze()
+        with pytest.raises(TimeoutError):
+            call(running.url, "POST", "/v1/read", {"namespace": "routes-f", "entity_id": "u1"},
+                 timeout_s=0.5)
+        running.kill()
+        assert not running.running
+        running.restart()
+        read = call(running.url, "POST", "/v1/read", {"namespace": "routes-f",
                                                       "entity_id": "u1"})
         assert [r["value"] for r in read.json["records"]] == ["b"]
 
