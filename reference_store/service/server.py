@@ -111,9 +111,9 @@ def _stop_on_signals(server: uvicorn.Server) -> None:
     before (a script stopping the service as soon as it is announced) would otherwise
     meet whatever handler was there: the default one kills the process without closing
     the store, and one that ignores it leaves the service running. This one asks uvicorn
-    to stop, which it does as soon as it has started. Once
-    uvicorn has stopped it re-raises each signal it caught against this handler, which
-    then changes nothing, and the process ends with exit code 0.
+    to stop, which it does as soon as it has started. Once uvicorn has stopped it
+    re-raises each signal it caught against this handler, which then changes nothing,
+    and the process ends with exit code 0.
     """
     def stop(_signal: int, _frame: FrameType | None) -> None:
         server.should_exit = True

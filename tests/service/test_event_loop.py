@@ -1,4 +1,4 @@
-"""``memcert serve`` answers on uvloop wherever uvloop installs.
+"""``memcert serve`` answers on uvloop (the suite runs on Linux, where it installs).
 
 Nearly every request is answered on the event loop, so which loop it is decides much of
 what a request costs (docs/performance.md, "HTTP service"). Dropping the dependency, or
@@ -7,17 +7,12 @@ the setting, would leave the service correct and a sixth slower; this notices.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
-
-import pytest
 
 from reference_store.service.server import EVENT_LOOP
 
 from .calls import call
 from .server import Served
-
-pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="uvloop has no Windows build")
 
 
 def test_uvloop_is_what_the_service_is_configured_with():

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import signal
 import subprocess
 import sys
 import threading
@@ -193,7 +192,6 @@ def test_sigterm_stops_gracefully_and_a_restart_serves_the_same_store(tmp_path: 
         assert [r["value"] for r in read.json["records"]] == ["b"]
 
 
-@pytest.mark.skipif(not hasattr(signal, "SIGSTOP"), reason="no SIGSTOP on Windows")
 def test_a_frozen_service_answers_nothing_until_killed_and_restarted(tmp_path: Path):
     """What the crash nemesis relies on: a request sent after freeze() gets no answer
     (so a kill then cuts it short for certain), and the store is whole after a restart."""
