@@ -33,7 +33,7 @@ from invariants.errors import InvalidArgument
 from invariants.history import Entry, HistoryRecorder, Paraphrase, read_history
 
 from .coverage import backend_errors, measure
-from .factory import REFERENCE, load_factory, probe
+from invariants.factory import REFERENCE, load_factory, probe
 from .faults import LamportClock
 from .plan import Plan
 from .report import INVARIANTS, Report, ScenarioSummary, build_report

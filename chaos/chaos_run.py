@@ -55,7 +55,7 @@ from invariants.errors import InvalidArgument
 from invariants.history import Entry, Paraphrase
 
 from .certify import CertifyOptions, Progress, Recording, Resolved, prepare, resolve
-from .factory import REFERENCE
+from invariants.factory import REFERENCE
 from .faults import LamportClock
 from .plan import Plan
 from .report import Report, ScenarioSummary

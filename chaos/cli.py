@@ -130,7 +130,7 @@ def _share_token(args: argparse.Namespace) -> None:
     """Put ``--token`` where the HTTP adapter's factory, in every worker process, reads it."""
     token = getattr(args, "token", None)
     if token:
-        from .factory import TOKEN_ENV
+        from invariants.factory import TOKEN_ENV
 
         os.environ[TOKEN_ENV] = token
 

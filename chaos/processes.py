@@ -29,7 +29,7 @@ from typing import Any
 from invariants.errors import InvalidArgument
 from invariants.history import HistoryRecorder
 
-from .factory import load_factory
+from invariants.factory import load_factory
 from .faults import LamportClock
 from .plan import Plan
 from .runner import RunResult, run_workers

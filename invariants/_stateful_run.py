@@ -96,7 +96,7 @@ def name_backend(backend: BackendFactory | str) -> tuple[BackendFactory, str, st
     """The factory, a name to show, and a ``package.module:callable`` spec that imports
     it back (None if it cannot be imported by name, as a closure cannot)."""
     if isinstance(backend, str):
-        from chaos.factory import load_factory
+        from .factory import load_factory
 
         return load_factory(backend), backend, backend
     if not callable(backend):

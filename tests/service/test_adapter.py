@@ -14,7 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from chaos.factory import load_factory
+from invariants.factory import load_factory
 from chaos.plan import Plan, Step
 from chaos.runner import run_plan
 from invariants.adapters.http import HttpBackend, HttpFactory, OutcomeUnknown, ProtocolError

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from chaos.factory import http_factory
+from invariants.factory import http_factory
 from invariants.errors import FactoryError
 
 from .calls import call
