@@ -1,7 +1,8 @@
 # memcert developer and CI entry points.
 #   make test      lint, then the whole suite under xdist against a throwaway PostgreSQL,
 #                  Prometheus and Pushgateway
-#   make lint      ruff on everything, mypy --strict on invariants/ and reference_store/
+#   make lint      ruff on everything, mypy --strict on the packages (memcert, invariants,
+#                  reference_store, scenarios, chaos)
 #   make certify   memcert certify (CERTIFY_ARGS=... passes options)
 #   make bench     the benchmark (BENCH_ARGS=... passes options)
 #   make clean     remove the virtualenv, caches and build output

@@ -37,7 +37,7 @@ from invariants.history import (
     Read,
     Result,
     WriteMeta,
-    _collector_paused,
+    collector_paused,
     read_history,
 )
 from invariants.verdict import Validity
@@ -280,7 +280,7 @@ def synthetic_entries(ops: int, *, seed: int = 0, workers: int = 8) -> list[Entr
     of 2.4 records, half of them of an entity once deleted, 67 distinct facts and 82
     distinct values per 100 writes (this generator: 67 and 86).
     """
-    with _collector_paused():
+    with collector_paused():
         return _Generator(seed, workers).run(ops)
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from scenarios import list_scenarios
-from scenarios.generators._facts import PLAIN, scenario_code
+from scenarios.generators import PLAIN, scenario_code
 from scenarios.paraphrases import LANGS, SLOTS, Lang, phrasing
 
 __all__ = ["HANDWRITTEN", "Kind", "Pair", "generated"]

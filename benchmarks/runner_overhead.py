@@ -35,13 +35,13 @@ from pathlib import Path
 from typing import Final
 
 from chaos.examples import InMemoryBackend, SharedFactory
+from chaos.execute import run_plan
 from chaos.faults import LamportClock
-from chaos.plan import Plan, Step
-from chaos.runner import run_plan
 from invariants.backend import BackendFactory, Delete, MemoryBackend, Restore, Write
 from invariants.checkers import CheckerSuite
 from invariants.history import HistoryRecorder
 from reference_store import ReferenceStore
+from scenarios.plan import Plan, Step
 
 from .timing import median
 

@@ -33,8 +33,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 from invariants.errors import InvalidArgument
-
-from ._toxics import KINDS, Toxic
+from scenarios.network_plan import KINDS, Toxic
 
 if TYPE_CHECKING:
     from .proxy import FaultProxy

@@ -20,7 +20,9 @@ import time
 from collections.abc import Coroutine, Iterable
 from typing import Any, Protocol
 
-from ._toxics import Attached, Chunk, Stream, Tally, Toxic
+from scenarios.network_plan import Stream, Toxic
+
+from ._toxics import Attached, Chunk, ProxyCounters
 
 __all__ = ["Connection", "Owner"]
 
@@ -43,7 +45,7 @@ class Owner(Protocol):
     """The proxy, as a connection sees it."""
 
     rng: random.Random
-    tally: Tally
+    tally: ProxyCounters
 
     def forget(self, connection: Connection) -> None:
         """Drop a closed connection from the live set; must not close anything."""

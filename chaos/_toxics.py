@@ -1,219 +1,44 @@
-"""Toxics: what the fault proxy can do to the bytes of one direction of a connection.
+"""Toxics in action: what the fault proxy does to the bytes of one direction of a
+connection, one behaviour per toxic type.
 
-A toxic is declared as data (:class:`Toxic`, checked when it is built, so a scenario
-file fails when it is loaded rather than halfway through a run) and acted out on each
-connection by a behaviour, one per type. The types, attribute names and units are
-Toxiproxy's, so a reader who knows Toxiproxy knows these.
+The toxics themselves are data, declared and checked in :mod:`scenarios.network_plan`
+(:class:`~scenarios.network_plan.Toxic`, :data:`~scenarios.network_plan.KINDS`);
+:data:`BEHAVIOURS` acts out each declared type, and nothing else.
 
 Each connection rolls a toxic's ``toxicity`` once, when the two meet (the connection
 opens, or the toxic is added or updated); a toxic that lost the roll passes everything
-through on that connection. What a toxic really did is counted in a :class:`Tally`,
-because a toxic that never touched a byte has tested nothing.
+through on that connection. What a toxic really did is counted in
+:class:`ProxyCounters`, because a toxic that never touched a byte has tested nothing.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import difflib
 import random
-import re
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 from invariants.errors import InvalidArgument
-
-from .faults import Param
+from scenarios.network_plan import COMMON_COUNTERS, KINDS, Toxic
 
 __all__ = [
-    "KINDS",
-    "STREAMS",
+    "BEHAVIOURS",
     "Attached",
     "Chunk",
     "Host",
-    "Kind",
-    "Stream",
-    "Tally",
-    "Toxic",
+    "ProxyCounters",
 ]
-
-Stream = Literal["upstream", "downstream"]
-STREAMS: tuple[Stream, ...] = ("upstream", "downstream")
-"""``upstream`` carries client bytes to the server, ``downstream`` the answers back."""
-
-_MS = Param(0, 3_600_000, "milliseconds, a whole number in [0, 3600000]", integer=True)
-_US = Param(0, 60_000_000, "microseconds, a whole number in [0, 60000000]", integer=True)
-_SIZE = Param(1, 1 << 30, "a whole number of bytes in [1, 2**30]", integer=True)
-_SIZE_VARIATION = Param(0, 1 << 30, "a whole number of bytes below average_size", integer=True)
-_TOXICITY = Param(0.0, 1.0, "a probability in [0, 1]")
-_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
-
-
-@dataclass(frozen=True, slots=True)
-class Kind:
-    """One toxic type: its attributes (missing ones take ``defaults``; those without a
-    default are required), the counters it keeps beyond the common ones, and what it
-    does, in a sentence for errors and docs."""
-
-    params: Mapping[str, Param]
-    defaults: Mapping[str, int]
-    counters: tuple[str, ...]
-    summary: str
-
-
-KINDS: Mapping[str, Kind] = MappingProxyType(
-    {
-        "latency": Kind(
-            MappingProxyType({"latency": _MS, "jitter": _MS}),
-            MappingProxyType({"latency": 0, "jitter": 0}),
-            ("chunks",),
-            "delivers each chunk latency ± jitter ms after it arrived",
-        ),
-        "timeout": Kind(
-            MappingProxyType({"timeout": _MS}),
-            MappingProxyType({"timeout": 0}),
-            ("closed",),
-            "drops every byte; closes the connection after timeout ms (0: holds it open)",
-        ),
-        "reset_peer": Kind(
-            MappingProxyType({"timeout": _MS}),
-            MappingProxyType({"timeout": 0}),
-            ("resets",),
-            "on the first chunk, drops it and resets both sockets (TCP RST) timeout ms later",
-        ),
-        "bandwidth": Kind(
-            MappingProxyType(
-                {
-                    "rate": Param(
-                        1, 1 << 30, "kilobytes (1000 bytes) per second, a whole number >= 1",
-                        integer=True,
-                    )
-                }
-            ),
-            MappingProxyType({}),
-            (),
-            "delivers at most rate KB (1000 bytes) per second",
-        ),
-        "slicer": Kind(
-            MappingProxyType(
-                {"average_size": _SIZE, "size_variation": _SIZE_VARIATION, "delay": _US}
-            ),
-            MappingProxyType({"size_variation": 0, "delay": 0}),
-            ("slices",),
-            "cuts each chunk into slices of average_size ± size_variation bytes, delay µs apart",
-        ),
-        "limit_data": Kind(
-            MappingProxyType(
-                {"bytes": Param(0, 1 << 62, "a whole number of bytes >= 0", integer=True)}
-            ),
-            MappingProxyType({}),
-            ("closed",),
-            "passes the first bytes bytes, then closes the connection",
-        ),
-    }
-)
-"""Every toxic type by name, as Toxiproxy names them."""
-
-COMMON_COUNTERS = ("connections", "fired", "bytes")
-"""Kept for every toxic: connections that met it, connections it acted on, bytes it
-acted on (delayed, throttled, sliced or dropped)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Toxic:
-    """A toxic as data: checked and completed with defaults when built.
-
-    ``attributes`` ends up holding every attribute of the type, defaults included, so a
-    report shows exactly what ran.
-    """
-
-    name: str
-    type: str
-    stream: Stream = "downstream"
-    toxicity: float = 1.0
-    attributes: Mapping[str, int] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.name, str) or not _NAME.fullmatch(self.name):
-            raise InvalidArgument(
-                f"toxic name={self.name!r} (type {type(self.name).__name__}) is not a usable "
-                "name. Give 1 to 64 letters, digits, '_', '-' or '.'."
-            )
-        owner = f"toxic {self.name!r}"
-        kind = KINDS.get(self.type) if isinstance(self.type, str) else None
-        if kind is None:
-            raise InvalidArgument(
-                f"{owner}: type={self.type!r} is not a toxic type.{_did_you_mean(self.type, KINDS)}"
-                f" Give one of {', '.join(KINDS)}."
-            )
-        owner = f"toxic {self.name!r} ({self.type})"
-        if self.stream not in STREAMS:
-            raise InvalidArgument(
-                f"{owner}: stream={self.stream!r} (type {type(self.stream).__name__}) is not a "
-                "stream. Give 'upstream' (client to server) or 'downstream' (server to client)."
-            )
-        toxicity = _TOXICITY.check(owner, "toxicity", self.toxicity)
-        if not isinstance(self.attributes, Mapping):
-            raise InvalidArgument(
-                f"{owner}: attributes={self.attributes!r} is not a mapping. Give a dict of "
-                f"{', '.join(kind.params)}."
-            )
-        for attribute in self.attributes:
-            if attribute not in kind.params:
-                raise InvalidArgument(
-                    f"{owner}: has no attribute {attribute!r}."
-                    f"{_did_you_mean(str(attribute), kind.params)} Its attributes are "
-                    f"{', '.join(kind.params)}."
-                )
-        given = {**kind.defaults, **self.attributes}
-        missing = [attribute for attribute in kind.params if attribute not in given]
-        if missing:
-            raise InvalidArgument(
-                f"{owner}: needs {', '.join(missing)}. {kind.summary[0].upper()}"
-                f"{kind.summary[1:]}."
-            )
-        attributes = {
-            attribute: int(param.check(owner, attribute, given[attribute]))
-            for attribute, param in kind.params.items()
-        }
-        if self.type == "slicer" and attributes["size_variation"] >= attributes["average_size"]:
-            raise InvalidArgument(
-                f"{owner}: size_variation={attributes['size_variation']} is not below "
-                f"average_size={attributes['average_size']}. Give a size_variation smaller "
-                "than average_size, so no slice is empty."
-            )
-        object.__setattr__(self, "toxicity", toxicity)
-        object.__setattr__(self, "attributes", MappingProxyType(attributes))
-
-    def updated(self, toxicity: float | None = None, **attributes: int) -> Toxic:
-        """This toxic with some attributes (or its toxicity) changed, checked again."""
-        return Toxic(
-            self.name,
-            self.type,
-            self.stream,
-            self.toxicity if toxicity is None else toxicity,
-            {**self.attributes, **attributes},
-        )
-
-    def to_json(self) -> dict[str, Any]:
-        """The Toxiproxy API's shape for a toxic."""
-        return {
-            "name": self.name,
-            "type": self.type,
-            "stream": self.stream,
-            "toxicity": self.toxicity,
-            "attributes": dict(self.attributes),
-        }
 
 
 # -- what the toxics really did ----------------------------------------------------------
 
 
-class Tally:
+class ProxyCounters:
     """Counters of what each toxic and the proxy really did, safe to read from any thread.
 
     Counts outlive the toxic: a scenario that added a toxic at t and removed it at t2
@@ -289,7 +114,7 @@ class Host(Protocol):
     """What a toxic may do to the connection it sits on. Called on the proxy's loop."""
 
     rng: random.Random
-    tally: Tally
+    tally: ProxyCounters
 
     def mark_fired(self, toxic: str) -> None:
         """Record that ``toxic`` acted on this connection (counted once per connection)."""
@@ -342,7 +167,7 @@ class Attached:
         if not self.on or self.removed.is_set():
             await emit(chunk)
             return
-        await _BEHAVIOURS[self.toxic.type](self, chunk, emit)
+        await BEHAVIOURS[self.toxic.type](self, chunk, emit)
 
     def acted(self, counter: str | None = None, amount: int = 0) -> None:
         self.host.mark_fired(self.toxic.name)
@@ -442,7 +267,7 @@ async def _limit_data(att: Attached, chunk: Chunk, emit: Emit) -> None:
     att.host.close(reset=False)
 
 
-_BEHAVIOURS: Mapping[str, Callable[[Attached, Chunk, Emit], Awaitable[None]]] = MappingProxyType(
+BEHAVIOURS: Mapping[str, Callable[[Attached, Chunk, Emit], Awaitable[None]]] = MappingProxyType(
     {
         "latency": _latency,
         "timeout": _timeout,
@@ -452,8 +277,6 @@ _BEHAVIOURS: Mapping[str, Callable[[Attached, Chunk, Emit], Awaitable[None]]] = 
         "limit_data": _limit_data,
     }
 )
+"""How each toxic type of :data:`scenarios.network_plan.KINDS` acts, by type: one
+behaviour for each declared type, and none for a type that is not declared."""
 
-
-def _did_you_mean(word: str, choices: Iterable[str]) -> str:
-    close = difflib.get_close_matches(word, list(choices), n=1)
-    return f" Did you mean {close[0]!r}?" if close else ""

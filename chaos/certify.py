@@ -25,27 +25,28 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from invariants.adapters.http import HttpFactory
 from invariants.backend import BackendFactory
 from invariants.capabilities import restore_supported
 from invariants.checkers import CheckerSuite, check_history
 from invariants.errors import InvalidArgument
+from invariants.factory import REFERENCE, ResolvedBackend, probe, resolve_backend
 from invariants.history import Entry, HistoryRecorder, Paraphrase, read_history
+from invariants.levels import CLAIMABLE_LEVELS
+from scenarios import load_suite
+from scenarios.plan import Plan
 
 from .coverage import backend_errors, measure
-from invariants.factory import REFERENCE, load_factory, probe
+from .execute import run_plan
 from .faults import LamportClock
-from .plan import Plan
 from .report import INVARIANTS, Report, ScenarioSummary, build_report
-from .runner import RunResult, run_plan
+from .runner import RunResult
 
 if TYPE_CHECKING:
     from .metrics import Exporter, MetricsOptions
 
-__all__ = ["CertifyOptions", "Progress", "Recording", "Resolved", "certify", "check_skip",
-           "prepare", "replay", "resolve"]
+__all__ = ["CertifyOptions", "Progress", "Recording", "certify", "check_skip", "prepare",
+           "replay"]
 
-LEVELS: tuple[Paraphrase, ...] = ("surface", "lexical", "semantic")
 CHECK_RESERVE = 0.15
 """Share of the budget kept for the final reads and for checking the saved history."""
 FLUSH_INTERVAL_S = 0.1
@@ -77,9 +78,9 @@ class CertifyOptions:
         if not self.budget_s > 0:
             raise InvalidArgument(f"budget_s={self.budget_s!r} must be a positive number of "
                                   "seconds; the default is 60.")
-        if self.level not in LEVELS:
+        if self.level not in CLAIMABLE_LEVELS:
             raise InvalidArgument(f"level={self.level!r} is not a normalization level; use "
-                                  f"one of {', '.join(LEVELS)}.")
+                                  f"one of {', '.join(CLAIMABLE_LEVELS)}.")
         if not isinstance(self.workers, int) or self.workers < 1:
             raise InvalidArgument(f"workers={self.workers!r} must be an int >= 1.")
         if not isinstance(self.processes, int) or self.processes < 0:
@@ -127,10 +128,12 @@ class Progress:
         """The run is over; checking begins."""
 
 
-def certify(factory: BackendFactory | str | None = None, options: CertifyOptions | None = None,
-            *, progress: Progress | None = None, metrics: MetricsOptions | None = None) -> Report:
-    """Certify a backend: ``factory`` is a callable, a ``package.module:callable`` spec, or
-    None for the reference store on an embedded SQLite file.
+def certify(factory: BackendFactory | str | ResolvedBackend | None = None,
+            options: CertifyOptions | None = None, *, progress: Progress | None = None,
+            metrics: MetricsOptions | None = None) -> Report:
+    """Certify a backend: ``factory`` is a callable, a ``package.module:callable`` spec, a
+    backend :func:`~invariants.factory.resolve_backend` resolved already, or None for the
+    reference store on an embedded SQLite file.
 
     ``metrics`` serves the run's live metrics while it records, and pushes them once the
     verdict is in; they observe the run and never feed back into it.
@@ -142,11 +145,9 @@ def certify(factory: BackendFactory | str | None = None, options: CertifyOptions
     The scenarios cut short keep their requirements, so an invariant whose conditions
     never came stays unknown instead of passing on what little ran.
     """
-    from scenarios import load_suite
-
     options = options or CertifyOptions()
     progress = progress or Progress()
-    backend = resolve(factory)
+    backend = resolve_backend(factory)
     seed = options.seed if options.seed is not None else random.SystemRandom().randrange(2**31)
     started = time.monotonic()
     can_restore = prepare(backend)
@@ -160,7 +161,7 @@ def certify(factory: BackendFactory | str | None = None, options: CertifyOptions
 
     summaries: list[ScenarioSummary] = []
     stopped = ""
-    with Recording(options.out, backend=backend.spec, suite=options.suite,
+    with Recording(options.out, backend=backend.name, suite=options.suite,
                    level=options.level, seed=seed, metrics=metrics) as recording:
         progress.start(sum(plan.size for _, plan in plans), options.budget_s)
         first_worker = 0
@@ -186,16 +187,16 @@ def certify(factory: BackendFactory | str | None = None, options: CertifyOptions
         stateful = None
         if options.stateful_share > 0 and not stopped:
             progress.scenario("stateful (Hypothesis)")
-            stateful = _stateful_phase(backend.named, seed, options)
+            stateful = _stateful_phase(backend, seed, options)
         progress.finish()
         return recording.judge(
             seed=seed, scenarios=summaries, restore_supported=can_restore,
             started=started, stateful=stateful, skip=options.skip, stopped=stopped,
-            command=_command(backend.spec, seed, options,
+            command=_command(backend.name, seed, options,
                              getattr(backend.factory, "command_args", None)))
 
 
-def _run_scenario(backend: Resolved, plan: Plan, recording: Recording, progress: Progress,
+def _run_scenario(backend: ResolvedBackend, plan: Plan, recording: Recording, progress: Progress,
                   options: CertifyOptions, first_worker: int, budget_s: float) -> RunResult:
     """Run one scenario's plan; under ``fail_fast``, a violation counted online stops it
     (workers in other processes within a tick of the runner's, 0.1 s, more)."""
@@ -209,35 +210,15 @@ def _run_scenario(backend: Resolved, plan: Plan, recording: Recording, progress:
 
     return run_plan(backend.factory, plan, recording.recorder, clock=LamportClock(),
                     first_worker=first_worker, budget_s=budget_s,
-                    processes=options.processes, factory_spec=backend.spec,
+                    processes=options.processes, factory_spec=backend.name,
                     on_step=on_step, stop=stop)
 
 
-@dataclass(frozen=True)
-class Resolved:
-    """A backend as the harness uses it: its factory, the spec reports name it by, and
-    what to hand the stateful phase (the spec itself when one was given, so the programs
-    it prints import the backend back)."""
-
-    factory: BackendFactory
-    spec: str
-    named: BackendFactory | str
-
-
-def resolve(factory: BackendFactory | str | None) -> Resolved:
-    """A callable, a ``package.module:callable`` or ``http://`` spec, or None for the
-    reference store; a spec that does not resolve is a :class:`FactoryError`."""
-    if factory is None or isinstance(factory, str):
-        spec = factory or REFERENCE
-        return Resolved(load_factory(spec), spec, spec)
-    return Resolved(factory, _name_of(factory), factory)
-
-
-def prepare(backend: Resolved) -> bool:
+def prepare(backend: ResolvedBackend) -> bool:
     """Check the factory gives a working handle, empty the store, and say whether the
     backend has restore: asked up front, so a run that never reaches a restore still
     knows."""
-    handle = probe(backend.factory, backend.spec)
+    handle = probe(backend.factory, backend.name)
     handle.reset()
     handle.close()
     return restore_supported(backend.factory)
@@ -282,7 +263,7 @@ class Recording:
     def violation_count(self) -> int:
         """The online checkers' count, summed at most once per flush interval: they are
         fed a batch at a time on the writer thread, so it cannot move more often, and
-        summing it at every step (which the progress bar asks for) cost about 1 µs."""
+        the progress bar asks for it at every step, on the workers' path."""
         now = time.monotonic()
         if now >= self._count_due:
             self._count = self.online.violation_count
@@ -328,14 +309,14 @@ class Recording:
                 self.exporter.close()
 
 
-def _stateful_phase(named: BackendFactory | str, seed: int,
+def _stateful_phase(backend: ResolvedBackend, seed: int,
                     options: CertifyOptions) -> dict[str, Any]:
-    """Search for short failing programs; a spec string is passed as given, so the
-    printed programs import the backend back by that name."""
+    """Search for short failing programs; the printed programs import the backend back by
+    its spec, when it has one."""
     from invariants.stateful import run_stateful_phase
 
     shutil.rmtree(options.out / "stateful", ignore_errors=True)
-    outcome = run_stateful_phase(named, budget_s=options.budget_s * options.stateful_share,
+    outcome = run_stateful_phase(backend, budget_s=options.budget_s * options.stateful_share,
                                  seed=seed, level=options.level, out=options.out)
     return outcome.to_dict()
 
@@ -361,13 +342,6 @@ def replay(out: Path) -> Report:
         history_entries=len(history), elapsed_s=0.0, command=saved["reproduce"],
         stateful=saved.get("stateful"), skip=check_skip(saved.get("skip", ())),
         stopped=saved.get("stopped") or "")
-
-
-def _name_of(factory: Callable[..., object]) -> str:
-    if isinstance(factory, HttpFactory):  # known by its URL, which worker processes load
-        return factory.url
-    module = getattr(factory, "__module__", None) or "?"
-    return f"{module}:{getattr(factory, '__qualname__', repr(factory))}"
 
 
 def _command(spec: str, seed: int, options: CertifyOptions,

@@ -52,19 +52,19 @@ from typing import IO, TYPE_CHECKING, Any
 
 from invariants.backend import BackendFactory
 from invariants.errors import InvalidArgument
+from invariants.factory import REFERENCE, ResolvedBackend, resolve_backend
 from invariants.history import Entry, Paraphrase
+from scenarios import SuiteEntry, load_scenario, load_suite
+from scenarios.plan import Plan
 
-from .certify import CertifyOptions, Progress, Recording, Resolved, prepare, resolve
-from invariants.factory import REFERENCE
+from .certify import CertifyOptions, Progress, Recording, prepare
+from .execute import run_plan
 from .faults import LamportClock
-from .plan import Plan
 from .report import Report, ScenarioSummary
-from .runner import RunResult, run_plan
+from .runner import RunResult
 from .signals import on_first_signal
 
 if TYPE_CHECKING:
-    from scenarios import SuiteEntry
-
     from .metrics import MetricsOptions
 
 __all__ = ["ChaosOptions", "round_seed", "run_chaos", "stop_on_signals"]
@@ -119,8 +119,9 @@ def round_seed(seed: int, number: int) -> int:
     return random.Random(f"memcert chaos {seed} {number}").randrange(2**31)
 
 
-def run_chaos(factory: BackendFactory | str | None = None, options: ChaosOptions | None = None,
-              *, progress: Progress | None = None, metrics: MetricsOptions | None = None,
+def run_chaos(factory: BackendFactory | str | ResolvedBackend | None = None,
+              options: ChaosOptions | None = None, *, progress: Progress | None = None,
+              metrics: MetricsOptions | None = None,
               stop: threading.Event | None = None) -> Report:
     """Run chaos rounds against ``factory`` (as for certify) until ``options.duration_s``
     has passed or ``stop`` is set, then judge the saved history.
@@ -130,14 +131,14 @@ def run_chaos(factory: BackendFactory | str | None = None, options: ChaosOptions
     options = options or ChaosOptions()
     progress = progress or Progress()
     stop = stop or threading.Event()
-    backend = resolve(factory)
+    backend = resolve_backend(factory)
     seed = options.seed if options.seed is not None else random.SystemRandom().randrange(2**31)
     started = time.monotonic()
     entries, round_s, suite_label = _entries(options)
     can_restore = prepare(backend)
 
     run = _Rounds(backend, options, seed, progress, stop)
-    with Recording(options.out, backend=backend.spec, suite=suite_label, level=options.level,
+    with Recording(options.out, backend=backend.name, suite=suite_label, level=options.level,
                    seed=seed, metrics=metrics, observers=[run.observe]) as recording, \
             open(options.out / "rounds.jsonl", "w", encoding="utf-8") as rounds:
         progress.start(sys.maxsize, options.duration_s or math.inf)
@@ -146,7 +147,7 @@ def run_chaos(factory: BackendFactory | str | None = None, options: ChaosOptions
         return recording.judge(
             seed=seed, scenarios=run.summaries(),
             restore_supported=can_restore and run.restore_supported, started=started,
-            command=_command(backend.spec, seed, options,
+            command=_command(backend.name, seed, options,
                              None if run.stopped else options.duration_s, chaos_s))
 
 
@@ -180,10 +181,10 @@ class _Tally:
 class _Rounds:
     """The rounds of one chaos run, and what they did."""
 
-    def __init__(self, backend: Resolved, options: ChaosOptions, seed: int,
+    def __init__(self, backend: ResolvedBackend, options: ChaosOptions, seed: int,
                  progress: Progress, stop: threading.Event) -> None:
         self.factory = backend.factory
-        self.spec = backend.spec
+        self.spec = backend.name
         self.options = options
         self.seed = seed
         self.progress = progress
@@ -293,8 +294,6 @@ class _Rounds:
 def _entries(options: ChaosOptions) -> tuple[tuple[SuiteEntry, ...], float, str]:
     """The scenarios of a round with their shares, a round's time, and the ``suite``
     label of the metrics and the push."""
-    from scenarios import SuiteEntry, load_scenario, load_suite
-
     if not options.scenarios:
         suite = load_suite(options.suite)
         return suite.entries, suite.budget_s, options.suite

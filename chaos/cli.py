@@ -101,8 +101,9 @@ def _backend(args: argparse.Namespace) -> Iterator[BackendFactory | str | None]:
         raise UsageError(f"memcert {args.command}: --serve certifies the reference store "
                          f"served by memcert, so it takes no backend, but {args.backend!r} "
                          "was given; to certify your own service, give its URL instead")
-    from .service import managed_service
+    from .service import managed_service, require_serve_extra
 
+    require_serve_extra(f"memcert {args.command} --serve")
     with managed_service(args.db or os.environ.get("MEMCERT_DB_URL") or None) as served:
         print(f"memcert: serving the reference store at {served.url} for this run",
               file=sys.stderr)
@@ -136,7 +137,12 @@ def _share_token(args: argparse.Namespace) -> None:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    """``memcert serve``: runs until SIGTERM or Ctrl-C, then exits 0."""
+    """``memcert serve``: runs until SIGTERM or Ctrl-C, then exits 0. The service's
+    modules (Starlette, uvicorn) are imported here, and only here, once the ``serve``
+    extra is known to be installed."""
+    from .service import require_serve_extra
+
+    require_serve_extra("memcert serve")
     from reference_store.service import ServiceOptions, openapi_text, serve
 
     if args.openapi:
@@ -163,6 +169,10 @@ def _load(args: argparse.Namespace) -> int:
     if args.db is not None and args.host is not None:
         raise UsageError("memcert load: --db is for the store memcert serves (--serve); "
                          "with --host the service has its own database")
+    if args.host is None:
+        from .service import require_serve_extra
+
+        require_serve_extra("memcert load --serve")
     port = args.master_port
     if port is None:
         port = default_port if args.expect_workers else 0

@@ -11,6 +11,8 @@ import difflib
 import os
 from typing import NoReturn
 
+from invariants.levels import CLAIMABLE_LEVELS
+
 from .report import INVARIANTS
 
 __all__ = ["UsageError", "build_parser", "skip_names"]
@@ -171,7 +173,7 @@ def _add_token_option(parser: argparse.ArgumentParser) -> None:
              "[env MEMCERT_TOKEN, default none]")
 
 
-def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _add_serve(commands: argparse._SubParsersAction[_Parser]) -> None:
     serve = commands.add_parser(
         "serve", help="serve the reference store over memcert's HTTP protocol",
         description="Serve the reference store as a JSON HTTP service (docs/http-protocol.md): "
@@ -211,7 +213,7 @@ LOAD_MIXES = ("balanced", "read-heavy", "write-heavy", "read-only")
 """The mixes of chaos.load_mix.MIXES, named here so building the parser imports nothing."""
 
 
-def _add_load(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _add_load(commands: argparse._SubParsersAction[_Parser]) -> None:
     load = commands.add_parser(
         "load", help="load a memory service with Locust while its invariants are checked",
         description="Run Locust users against a service speaking memcert's HTTP protocol:\n"
@@ -255,7 +257,7 @@ def _add_load(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     run.add_argument("--seed", type=int, default=_int_env("MEMCERT_SEED"), metavar="N",
                      help="seed of the users' choices [env MEMCERT_SEED, default random and "
                           "reported]")
-    run.add_argument("--level", choices=("surface", "lexical", "semantic"),
+    run.add_argument("--level", choices=CLAIMABLE_LEVELS,
                      default=_env("MEMCERT_LEVEL", "lexical"),
                      help="the widest paraphrase written, which the backend claims to "
                           "normalize [env MEMCERT_LEVEL, default lexical]")
@@ -324,7 +326,7 @@ def _add_plan_options(group: argparse._ArgumentGroup) -> None:
     group.add_argument("--seed", type=int, default=_int_env("MEMCERT_SEED"), metavar="N",
                        help="seed of the operation plan; the same seed gives the same plan "
                             "[env MEMCERT_SEED, default random and reported]")
-    group.add_argument("--level", choices=("surface", "lexical", "semantic"),
+    group.add_argument("--level", choices=CLAIMABLE_LEVELS,
                        default=_env("MEMCERT_LEVEL", "lexical"),
                        help="the paraphrase level the backend claims to normalize "
                             "[env MEMCERT_LEVEL, default lexical]")
@@ -421,7 +423,7 @@ def _add_chaos(commands: argparse._SubParsersAction[_Parser]) -> None:
                      help="seed of the first round's plans (those certify --seed N runs); "
                           "later rounds' seeds derive from it [env MEMCERT_SEED, default "
                           "random and reported]")
-    run.add_argument("--level", choices=("surface", "lexical", "semantic"),
+    run.add_argument("--level", choices=CLAIMABLE_LEVELS,
                      default=_env("MEMCERT_LEVEL", "lexical"),
                      help="the paraphrase level the backend claims to normalize "
                           "[env MEMCERT_LEVEL, default lexical]")

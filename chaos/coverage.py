@@ -15,120 +15,26 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from types import MappingProxyType
 from typing import Any
 
 from invariants.backend import Write
 from invariants.history import Entry, History
+from invariants.levels import CLAIMABLE_LEVELS
+from scenarios.conditions import CONDITIONS
 
-__all__ = ["CONDITIONS", "CONDITION_INVARIANT", "Condition", "backend_errors", "measure"]
-
-
-@dataclass(frozen=True, slots=True)
-class Condition:
-    """A condition a scenario can require: what it is, and which invariant it serves."""
-
-    invariant: str
-    definition: str
-
-
-CONDITIONS: Mapping[str, Condition] = MappingProxyType(
-    {
-        "overlapping_same_key_writes": Condition(
-            "uniqueness",
-            "a write to a key invoked while another write to that key was still running",
-        ),
-        "attribute_variant_facts": Condition(
-            "uniqueness",
-            "a key that received acknowledged writes of two or more facts under two or more "
-            "attribute spellings",
-        ),
-        "delete_raced_write": Condition(
-            "deletion_monotonicity",
-            "a write and a delete of one entity whose invocation-to-completion intervals overlap",
-        ),
-        "read_after_delete": Condition(
-            "deletion_monotonicity",
-            "a read of an entity invoked when the last acknowledged delete or restore of "
-            "it was a delete",
-        ),
-        "read_after_restore": Condition(
-            "deletion_monotonicity",
-            "a read of an entity invoked when the last acknowledged delete or restore of "
-            "it was a restore",
-        ),
-        "stale_write_after_restore": Condition(
-            "deletion_monotonicity",
-            "a write invoked when the last acknowledged delete or restore of its entity "
-            "was a restore, with a causal_seq at or below the highest of the entity's "
-            "acknowledged deletes",
-        ),
-        "out_of_order_arrival": Condition(
-            "causal_monotonicity",
-            "a write that completed (ok or fail) after a write with a higher causal_seq "
-            "to the same key had completed",
-        ),
-        "seq_digit_boundaries": Condition(
-            "causal_monotonicity",
-            "for each of 10 and 100, one key received a write with causal_seq below it "
-            "and one with causal_seq at or above it",
-        ),
-        "second_namespace": Condition(
-            "isolation",
-            "an entity_id used in two or more namespaces",
-        ),
-        "paraphrase_writes_surface": Condition(
-            "semantic_normalization",
-            "a completed write whose meta.paraphrase is surface",
-        ),
-        "paraphrase_writes_lexical": Condition(
-            "semantic_normalization",
-            "a completed write whose meta.paraphrase is lexical",
-        ),
-        "paraphrase_writes_semantic": Condition(
-            "semantic_normalization",
-            "a completed write whose meta.paraphrase is semantic",
-        ),
-        "network_fault_during_ops": Condition(
-            "durability",
-            "an operation of a client group that got no answer, completing while a toxic "
-            "was in force on that group's proxy",
-        ),
-        "partition_cut_ops": Condition(
-            "durability",
-            "an operation of a cut-off client group that got no answer, completing while "
-            "the group was partitioned",
-        ),
-        "crash_lost_in_flight": Condition(
-            "durability",
-            "an operation invoked before the service was killed that got no answer, "
-            "completing after the kill began",
-        ),
-        "writes_acked_before_crash": Condition(
-            "durability",
-            "an acknowledged write that completed before the service was killed, to an "
-            "entity that a read invoked after the restart read successfully",
-        ),
-    }
-)
-"""Every coverage condition; a write's *key* is (namespace, entity_id, meta.slot)."""
-
-CONDITION_INVARIANT: Mapping[str, str] = MappingProxyType(
-    {name: condition.invariant for name, condition in CONDITIONS.items()}
-)
-"""Each coverage condition, and the invariant left unproven when it never occurs."""
+__all__ = ["backend_errors", "measure"]
 
 
 def measure(history: History, nemesis: Sequence[Mapping[str, Any]] = ()) -> dict[str, int]:
-    """Count how often each condition occurred; linear after one sort per key.
+    """Count how often each condition of :data:`scenarios.conditions.CONDITIONS`
+    occurred, in the order declared there; linear after one sort per key.
 
     ``nemesis`` holds the events of every scenario's nemesis
     (:class:`chaos.nemesis.Nemesis`); without them the network and crash conditions
     count 0.
     """
     pairs = [(inv, done) for inv, done in history.pairs() if done is not None]
-    counts = dict.fromkeys(CONDITION_INVARIANT, 0)
+    counts: dict[str, int] = {}
     counts["overlapping_same_key_writes"] = _overlaps(
         (_slot_key(inv), inv.index, done.index) for inv, done in pairs if inv.f == "write"
     )
@@ -140,6 +46,7 @@ def measure(history: History, nemesis: Sequence[Mapping[str, Any]] = ()) -> dict
     counts["read_after_delete"] = after["delete"]
     counts["read_after_restore"] = after["restore"]
     counts["stale_write_after_restore"] = after["stale_write"]
+    counts.update({f"paraphrase_writes_{level}": 0 for level in CLAIMABLE_LEVELS})
     for inv, _ in pairs:
         if inv.f == "write" and inv.meta is not None and inv.meta.paraphrase != "none":
             counts[f"paraphrase_writes_{inv.meta.paraphrase}"] += 1
@@ -148,7 +55,7 @@ def measure(history: History, nemesis: Sequence[Mapping[str, Any]] = ()) -> dict
         namespaces[inv.op.entity_id].add(inv.op.namespace)
     counts["second_namespace"] = sum(1 for spaces in namespaces.values() if len(spaces) > 1)
     counts.update(_nemesis_conditions(pairs, nemesis))
-    return counts
+    return {name: counts[name] for name in CONDITIONS} | counts
 
 
 def _no_answer(done: Entry) -> bool:

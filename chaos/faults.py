@@ -20,9 +20,9 @@ Exceptions a fault raises instead of an answer, drawn here in one place::
 To the client each one is an unknown outcome (``info``), as a real timeout or dropped
 connection would be; reports tell them from real backend errors by the base class.
 
-Each fault declares its parameters in ``PARAMS``: name, allowed range and meaning. That
-declaration is the only one; building a fault and loading a scenario file both check
-values against it.
+What each fault takes (its parameters, their ranges and meaning) is declared once, as
+data, in :data:`scenarios.fault_kinds.FAULT_KINDS`; each injector's ``PARAMS`` is its
+entry there, so building a fault and loading a scenario file check values alike.
 """
 
 from __future__ import annotations
@@ -35,13 +35,14 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from types import MappingProxyType
 from typing import ClassVar, Protocol, TypeVar, runtime_checkable
 
-from chaos.plan import FaultSpec
 from invariants.backend import Ack, Delete, MemoryBackend, Record, Restore, Write
 from invariants.errors import InvalidArgument
+from scenarios.fault_kinds import FAULT_KINDS
+from scenarios.plan import FaultSpec
+from scenarios.ranges import NumberRange
 
 __all__ = [
     "FAULTS",
@@ -55,7 +56,6 @@ __all__ = [
     "LostAck",
     "LostAcknowledgement",
     "OutOfOrder",
-    "Param",
     "SkewedClock",
     "Timeout",
     "Unavailable",
@@ -89,50 +89,7 @@ class Unavailable(InjectedFault, ConnectionError):
     """The operation was refused before it reached the backend: nothing was applied."""
 
 
-# -- parameters -------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Param:
-    """The numbers one parameter accepts: ``low`` to ``high`` inclusive, whole numbers
-    only if ``integer``. ``meaning`` completes "Give ..." in every error about it, so a
-    scenario file and a direct call are told the same thing."""
-
-    low: float
-    high: float
-    meaning: str
-    integer: bool = False
-
-    def refusal(self, value: object) -> tuple[str, str] | None:
-        """``(problem, fix)`` if ``value`` is refused, else None.
-
-        Returned rather than raised so a caller that knows more (a file and a field)
-        can word the error around it.
-        """
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            return "is not a number", f"Give {self.meaning}."
-        finite = isinstance(value, int) or math.isfinite(value)
-        whole = isinstance(value, int) or value.is_integer()
-        if not (finite and self.low <= value <= self.high and (whole or not self.integer)):
-            return "is out of range", f"Give {self.meaning}."
-        return None
-
-    def check(self, owner: str, name: str, value: object) -> float:
-        """``value`` as the fault uses it (an int if ``integer``), or InvalidArgument."""
-        refused = self.refusal(value)
-        if refused is not None:
-            problem, fix = refused
-            raise InvalidArgument(
-                f"{owner}: {name}={value!r} (type {type(value).__name__}) {problem}. {fix}"
-            )
-        assert isinstance(value, int | float)
-        return int(value) if self.integer else float(value)
-
-
-_PROBABILITY = Param(0.0, 1.0, "a probability in [0, 1]")
-_SECONDS = Param(0.0, 60.0, "seconds in [0, 60]")
-_TICKS = Param(1, 10**9, "a whole number of clock ticks in [1, 1e9]", integer=True)
-_CLOCK_START = Param(0, math.inf, "a whole number >= 0", integer=True)
+_CLOCK_START = NumberRange(0, math.inf, "a whole number >= 0", integer=True)
 
 
 # -- clocks -----------------------------------------------------------------------------
@@ -184,9 +141,7 @@ class SkewedClock:
     """
 
     fault_name: ClassVar[str] = "skewed_clock"
-    PARAMS: ClassVar[Mapping[str, Param]] = MappingProxyType(
-        {"p": _PROBABILITY, "max_skew": _TICKS}
-    )
+    PARAMS: ClassVar[Mapping[str, NumberRange]] = FAULT_KINDS[fault_name].params
 
     def __init__(self, inner: Clock, rng: random.Random, p: float, max_skew: float) -> None:
         self.inner = inner
@@ -227,7 +182,7 @@ class Fault(ABC):
     """
 
     fault_name: ClassVar[str]
-    PARAMS: ClassVar[Mapping[str, Param]]
+    PARAMS: ClassVar[Mapping[str, NumberRange]]
     """Every parameter the constructor takes after ``inner`` and ``rng``, all required."""
 
     def __init__(self, inner: MemoryBackend, rng: random.Random) -> None:
@@ -282,7 +237,7 @@ class Delay(Fault):
     different workers overlap in time. ``fired`` counts the delays longer than zero."""
 
     fault_name = "delay"
-    PARAMS = MappingProxyType({"mean_s": _SECONDS, "jitter_s": _SECONDS})
+    PARAMS = FAULT_KINDS[fault_name].params
 
     def __init__(
         self, inner: MemoryBackend, rng: random.Random, mean_s: float, jitter_s: float
@@ -315,7 +270,7 @@ class OutOfOrder(Fault):
     """
 
     fault_name = "out_of_order"
-    PARAMS = MappingProxyType({"p": _PROBABILITY, "hold_s": _SECONDS})
+    PARAMS = FAULT_KINDS[fault_name].params
 
     def __init__(self, inner: MemoryBackend, rng: random.Random, p: float, hold_s: float) -> None:
         super().__init__(inner, rng)
@@ -377,7 +332,7 @@ class LostAck(Fault):
     :class:`LostAcknowledgement` instead of returning the backend's answer."""
 
     fault_name = "lost_ack"
-    PARAMS = MappingProxyType({"p": _PROBABILITY})
+    PARAMS = FAULT_KINDS[fault_name].params
 
     def __init__(self, inner: MemoryBackend, rng: random.Random, p: float) -> None:
         super().__init__(inner, rng)
@@ -397,7 +352,7 @@ class FailBeforeApply(Fault):
     """With probability ``p``, raises :class:`Unavailable` without reaching the backend."""
 
     fault_name = "fail_before_apply"
-    PARAMS = MappingProxyType({"p": _PROBABILITY})
+    PARAMS = FAULT_KINDS[fault_name].params
 
     def __init__(self, inner: MemoryBackend, rng: random.Random, p: float) -> None:
         super().__init__(inner, rng)
@@ -420,7 +375,7 @@ class DuplicateDelivery(Fault):
     """
 
     fault_name = "duplicate_delivery"
-    PARAMS = MappingProxyType({"p": _PROBABILITY})
+    PARAMS = FAULT_KINDS[fault_name].params
 
     def __init__(self, inner: MemoryBackend, rng: random.Random, p: float) -> None:
         super().__init__(inner, rng)
@@ -449,8 +404,8 @@ _KINDS: tuple[type[Fault] | type[SkewedClock], ...] = (
 FAULTS: Mapping[str, type[Fault] | type[SkewedClock]] = MappingProxyType(
     {cls.fault_name: cls for cls in _KINDS}
 )
-"""Every fault a ``FaultSpec`` can name, by name; each class's ``PARAMS`` says what it
-takes."""
+"""The injector of every fault a ``FaultSpec`` can name, by name: one for each entry of
+:data:`scenarios.fault_kinds.FAULT_KINDS`, whose parameters each class's ``PARAMS`` is."""
 
 
 def validate_specs(specs: Sequence[FaultSpec]) -> None:

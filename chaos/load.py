@@ -43,7 +43,7 @@ from invariants.adapters.http import HttpFactory
 from invariants.checkers import check_history
 from invariants.errors import InvalidArgument, MemcertError
 from invariants.history import History, Paraphrase, read_history
-from scenarios.generators import LEVELS
+from invariants.levels import CLAIMABLE_LEVELS
 
 from .coverage import backend_errors, measure
 from .load_merge import merge_files
@@ -112,9 +112,9 @@ class LoadOptions:
         if self.mix not in MIXES:
             raise InvalidArgument(f"mix={self.mix!r} is not a mix; use one of "
                                   f"{', '.join(MIXES)}.")
-        if self.level not in LEVELS:
+        if self.level not in CLAIMABLE_LEVELS:
             raise InvalidArgument(f"level={self.level!r} is not a normalization level; use one "
-                                  f"of {', '.join(LEVELS)}.")
+                                  f"of {', '.join(CLAIMABLE_LEVELS)}.")
         if self.host is not None and self.db is not None:
             raise InvalidArgument("host and db exclude each other: db is for the reference "
                                   "store that memcert load serves when no host is given.")

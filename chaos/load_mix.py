@@ -27,7 +27,8 @@ from typing import Any, Final, Literal, get_args
 from invariants.backend import Delete, Restore, Write
 from invariants.errors import InvalidArgument
 from invariants.history import Paraphrase, WriteMeta
-from scenarios.generators import LEVELS, Facts, ParaphraseFact, Topic
+from invariants.levels import CLAIMABLE_LEVELS, PARAPHRASE_LEVELS
+from scenarios.generators import Facts, ParaphraseFact, Topic
 from scenarios.paraphrases import SLOTS
 
 __all__ = [
@@ -142,14 +143,15 @@ class UserScript:
                  worker_index: int, user: int, clock: HybridClock) -> None:
         if mix not in MIXES:
             raise InvalidArgument(f"mix={mix!r} is not a mix; use one of {', '.join(MIXES)}.")
-        if level not in LEVELS:
+        if level not in CLAIMABLE_LEVELS:
             raise InvalidArgument(f"level={level!r} is not a paraphrase level; use one of "
-                                  f"{', '.join(LEVELS)}.")
+                                  f"{', '.join(CLAIMABLE_LEVELS)}.")
         self.keys = keys
         self.clock = clock
         self.code = f"w{worker_index}u{user}x"
         self.rng = random.Random(f"memcert load|{seed}|{worker_index}|{user}")
-        self._levels: tuple[Paraphrase, ...] = ("none", *LEVELS[: LEVELS.index(level) + 1])
+        self._levels: tuple[Paraphrase, ...] = PARAPHRASE_LEVELS[
+            : PARAPHRASE_LEVELS.index(level) + 1]
         weights = MIXES[mix]
         self._ops: tuple[Op, ...] = tuple(weights)
         self._weights = tuple(weights.values())

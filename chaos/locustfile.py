@@ -6,12 +6,13 @@ library with gevent. ``memcert load`` starts ``python -m locust -f chaos/locustf
 
 Three roles, by the Locust runner a process has:
 
-- **Recording** (every process that runs users: a worker, or the local runner). Its
-  users share one :class:`~invariants.history.HistoryRecorder` writing
-  ``<out>/workers/worker-<index>.jsonl``, one Lamport-style :class:`HybridClock`, and a
-  user-id range of their own (``index * USER_RANGE``), so ids never collide across
-  processes. Every half second it sends the master what it recorded since, with a
-  *mark* (a time before which it will send nothing more) and its requests' tally.
+- **Recording** (:class:`ProcessRecording`, in every process that runs users: a worker,
+  or the local runner). Its users share one :class:`~invariants.history.HistoryRecorder`
+  writing ``<out>/workers/worker-<index>.jsonl``, one Lamport-style
+  :class:`HybridClock`, and a user-id range of their own (``index * USER_RANGE``), so
+  ids never collide across processes. Every half second it sends the master what it
+  recorded since, with a *mark* (a time before which it will send nothing more) and its
+  requests' tally.
 - **Aggregating** (the master, or the local runner). It merges the streams by time
   (:class:`~chaos.load_merge.Merger`) into the online checkers and the run's metrics,
   served on ``--memcert-metrics-port``, keeps a copy of the history of a worker on
@@ -44,11 +45,12 @@ import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypeVar, cast
 
-import gevent
+import gevent  # type: ignore[import-untyped]  # gevent ships no type information
 from locust import FastHttpUser, constant, events, task
 from locust.env import Environment
+from locust.event import EventHook
 from locust.runners import MasterRunner, WorkerRunner
 
 from chaos.load_merge import Clocks, Merger, to_local, write_entries
@@ -77,8 +79,22 @@ TOKEN_ENV: Final = "MEMCERT_TOKEN"
 HISTORY_MESSAGE: Final = "memcert_history"
 STOP_MESSAGE: Final = "memcert_stop"
 
+_Handler = TypeVar("_Handler", bound=Callable[..., None])
 
-@events.init_command_line_parser.add_listener
+
+def _listens(hook: EventHook) -> Callable[[_Handler], _Handler]:
+    """``@hook.add_listener`` with its type kept: Locust's own decorator is untyped, so the
+    functions it registers would lose their signatures to the type checker."""
+    add = cast(Callable[[Callable[..., None]], None], hook.add_listener)
+
+    def register(handler: _Handler) -> _Handler:
+        add(handler)
+        return handler
+
+    return register
+
+
+@_listens(events.init_command_line_parser)
 def _options(parser: Any) -> None:
     group = parser.add_argument_group("memcert")
     group.add_argument("--memcert-out", default="memcert-load", help="the run's folder")
@@ -118,7 +134,7 @@ class Settings:
         return self.out / "workers" / f"worker-{index}.jsonl"
 
 
-class Recording:
+class ProcessRecording:
     """One process's users' history, and its stream to the aggregator."""
 
     def __init__(self, settings: Settings, index: int,
@@ -281,7 +297,7 @@ class _Node:
     """What one Locust process holds for memcert: its recording, its aggregator, or both."""
 
     def __init__(self) -> None:
-        self.recording: Recording | None = None
+        self.recording: ProcessRecording | None = None
         self.aggregator: Aggregator | None = None
 
 
@@ -292,7 +308,7 @@ def _node(environment: Environment) -> _Node:
     return _NODES.setdefault(environment, _Node())
 
 
-@events.init.add_listener
+@_listens(events.init)
 def _init(environment: Environment, **_kw: Any) -> None:
     runner = environment.runner
     if isinstance(runner, MasterRunner):
@@ -312,7 +328,7 @@ def _on_stop(environment: Environment, msg: Any) -> None:
     environment.runner.stop()
 
 
-@events.test_start.add_listener
+@_listens(events.test_start)
 def _test_start(environment: Environment, **_kw: Any) -> None:
     runner = environment.runner
     assert runner is not None
@@ -321,8 +337,9 @@ def _test_start(environment: Environment, **_kw: Any) -> None:
     if not isinstance(runner, WorkerRunner) and node.aggregator is None:
         node.aggregator = Aggregator(settings, lambda: runner.user_count)
         if isinstance(runner, MasterRunner):
+            worker_index = cast(Callable[[str], int], runner.get_worker_index)  # untyped
             for client in runner.clients.all:
-                node.aggregator.expect(runner.get_worker_index(client.id))
+                node.aggregator.expect(worker_index(client.id))
     if isinstance(runner, MasterRunner) or node.recording is not None:
         return
     if isinstance(runner, WorkerRunner):
@@ -334,11 +351,11 @@ def _test_start(environment: Environment, **_kw: Any) -> None:
         assert aggregator is not None
         deliver, index = aggregator.receive, 0
         aggregator.expect(0)
-    node.recording = Recording(settings, index, deliver)
-    environment.events.request.add_listener(node.recording.on_request)
+    node.recording = ProcessRecording(settings, index, deliver)
+    _listens(environment.events.request)(node.recording.on_request)
 
 
-@events.test_stop.add_listener
+@_listens(events.test_stop)
 def _test_stop(environment: Environment, **_kw: Any) -> None:
     node = _node(environment)
     runner = environment.runner
@@ -353,7 +370,7 @@ def _test_stop(environment: Environment, **_kw: Any) -> None:
     node.aggregator.finish()
 
 
-@events.quitting.add_listener
+@_listens(events.quitting)
 def _quitting(environment: Environment, **_kw: Any) -> None:
     aggregator = _node(environment).aggregator
     if aggregator is not None:

@@ -1,6 +1,6 @@
 """The nemesis: plays a plan's network timeline while its workers run (Jepsen's nemesis).
 
-A plan with a ``network`` (:mod:`chaos.network`) runs here instead of plainly in
+A plan with a ``network`` (:mod:`scenarios.network_plan`) runs here instead of plainly in
 :func:`chaos.runner.run_workers`. Each client group gets a :class:`~chaos.proxy.FaultProxy`
 in front of the service, and the workers of a group get their handles from an
 :class:`~invariants.adapters.http.HttpFactory` pointed at that proxy. A thread runs the
@@ -32,10 +32,10 @@ from typing import Any, Protocol, TypeVar
 from invariants.adapters.http import HttpBackend, HttpFactory, OutcomeUnknown
 from invariants.backend import Ack, BackendFactory, Delete, Record, Restore, Write
 from invariants.history import HistoryRecorder
+from scenarios.network_plan import NemesisStep, Network
+from scenarios.plan import Plan
 
 from .faults import Clock
-from .network import NemesisStep, Network
-from .plan import Plan
 from .proxy import ProxyGroup
 from .runner import RunResult, run_workers
 

@@ -40,9 +40,10 @@ from prometheus_client import CollectorRegistry
 from invariants.errors import InvalidArgument
 from invariants.history import Paraphrase
 from invariants.verdict import Violation, render_explanation
+from scenarios import load_suite
+from scenarios.conditions import CONDITIONS
 
 from .certify import STATEFUL_SHARE, CertifyOptions, Progress, certify
-from .coverage import CONDITIONS
 from .metrics import BUCKETS_S, DURATION, READS, VIOLATION_METRICS, MetricsOptions
 from .report import Report
 
@@ -99,8 +100,6 @@ def nightly(factory: Any = None, options: NightlyOptions | None = None, *,
             started: datetime | None = None) -> NightlyResult:
     """Run the nightly suite against ``factory`` (as for :func:`certify`) and write the
     night's folder, ``report.html`` and the index."""
-    from scenarios import load_suite
-
     options = options or NightlyOptions()
     suite = load_suite(options.suite)
     started = started or datetime.now(UTC)

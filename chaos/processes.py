@@ -27,11 +27,11 @@ from multiprocessing.synchronize import Event as SharedEvent
 from typing import Any
 
 from invariants.errors import InvalidArgument
-from invariants.history import HistoryRecorder
-
 from invariants.factory import load_factory
+from invariants.history import HistoryRecorder
+from scenarios.plan import Plan
+
 from .faults import LamportClock
-from .plan import Plan
 from .runner import RunResult, run_workers
 
 __all__ = ["run_in_processes"]

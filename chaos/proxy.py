@@ -31,10 +31,11 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 from invariants.errors import InvalidArgument
+from scenarios.network_plan import KINDS, STREAMS, Stream, Toxic
 
 from ._proxy_api import ControlServer
 from ._proxy_conn import Connection
-from ._toxics import KINDS, STREAMS, Stream, Tally, Toxic
+from ._toxics import ProxyCounters
 
 __all__ = ["KINDS", "STREAMS", "ControlServer", "FaultProxy", "ProxyGroup", "Stream", "Toxic"]
 
@@ -65,7 +66,7 @@ class FaultProxy:
         self.host = host
         self._port = _port("port", port, allow_zero=True)
         self.rng = rng if rng is not None else random.Random()
-        self.tally = Tally()
+        self.tally = ProxyCounters()
         self._lock = threading.Lock()
         self._toxics: dict[str, Toxic] = {}
         self._enabled = True

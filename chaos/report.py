@@ -30,8 +30,7 @@ from typing import Any, Literal
 from xml.etree import ElementTree
 
 from invariants.verdict import CheckResult, Validity, render_explanation
-
-from .coverage import CONDITION_INVARIANT
+from scenarios.conditions import CONDITION_INVARIANT
 
 __all__ = [
     "INVARIANTS",

@@ -1,4 +1,8 @@
-"""Execute a plan against a backend with worker threads, under a time budget.
+"""Execute a plan's steps against a backend with worker threads, under a time budget.
+
+:func:`chaos.execute.run_plan` chooses where the workers run (here, under the nemesis,
+or in worker processes) and calls :func:`run_workers` here; this module imports none
+of those above it.
 
 The runner is the only place where operations meet a backend. Each worker gets its own
 handle from the factory (the contract says handles share one store), wrapped in the
@@ -34,13 +38,12 @@ from invariants.backend import (
     Write,
     send,
 )
-from invariants.errors import InvalidArgument
-from invariants.history import Entry, HistoryRecorder, Payload, Read, WriteMeta, describe_error
+from invariants.history import Entry, Payload, Read, WriteMeta, describe_error
+from scenarios.plan import Plan, Step
 
-from .faults import Clock, LamportClock, build_clock, build_faults
-from .plan import Plan, Step
+from .faults import Clock, build_clock, build_faults
 
-__all__ = ["Recorder", "RunResult", "run_plan", "run_workers"]
+__all__ = ["Recorder", "RunResult", "StopFlag", "final_reads", "run_workers"]
 
 
 @dataclass
@@ -87,65 +90,6 @@ class StopFlag(Protocol):
     """What workers look at before each step: a thread's Event, or a process-shared one."""
 
     def is_set(self) -> bool: ...
-
-
-def run_plan(
-    factory: BackendFactory,
-    plan: Plan,
-    recorder: HistoryRecorder,
-    *,
-    budget_s: float,
-    clock: LamportClock | None = None,
-    on_step: Callable[[], None] | None = None,
-    first_worker: int = 0,
-    processes: int = 0,
-    factory_spec: str | None = None,
-    stop: threading.Event | None = None,
-) -> RunResult:
-    """Run every worker's steps concurrently until done or until ``budget_s`` runs out.
-
-    Workers are threads of this process, or, with ``processes`` > 0, threads spread over
-    that many worker processes, each of which builds its handles from ``factory_spec``
-    (a spec, because a callable does not cross a process boundary). ``first_worker``
-    offsets worker ids so that several plans can share one history. ``on_step`` is
-    called once per step, to drive progress bars: after every step of a thread worker,
-    or in this process a tick at a time for workers in other processes. Once ``stop`` is
-    set, each worker stops before its next step (in another process, within a tick), as
-    at the end of the budget, and the run ends as usual (faults healed, every entity read
-    back), with ``stopped`` true.
-
-    A plan with a ``network`` runs under :mod:`chaos.nemesis`, always with threads; if
-    the backend cannot take its faults, nothing runs and ``not_run`` says why.
-    """
-    shared = clock if clock is not None else LamportClock()
-    deadline = time.monotonic() + budget_s
-    started = time.monotonic()
-    if plan.network is not None:
-        from .nemesis import run_under_nemesis
-
-        result = run_under_nemesis(factory, plan, recorder, shared, budget_s=budget_s,
-                                   deadline=deadline, first_worker=first_worker,
-                                   on_step=on_step, stop=stop)
-        if result.not_run:
-            return result
-    elif processes > 0:
-        from .processes import run_in_processes
-
-        if factory_spec is None:
-            raise InvalidArgument("processes > 0 needs factory_spec='package.module:callable',"
-                                  " which each worker process imports")
-        result = run_in_processes(factory_spec, plan, recorder, shared, deadline, processes,
-                                  first_worker, on_step, stop)
-    else:
-        result = run_workers(factory, plan, range(len(plan.workers)), recorder, shared,
-                             deadline, first_worker, on_step, stop=stop)
-    backend = factory()
-    try:
-        _final_reads(backend, plan, recorder, first_worker + len(plan.workers))
-    finally:
-        backend.close()
-    result.elapsed_s = time.monotonic() - started
-    return result
 
 
 def run_workers(
@@ -261,7 +205,7 @@ def _run_step(worker: _Worker, step: Step, recorder: Recorder, shared: Clock,
     return True
 
 
-def _final_reads(backend: MemoryBackend, plan: Plan, recorder: Recorder,
+def final_reads(backend: MemoryBackend, plan: Plan, recorder: Recorder,
                  worker: int) -> None:
     """Read every entity the plan touched once more, after every fault has healed."""
     seen: dict[tuple[str, str], None] = {}

@@ -12,10 +12,15 @@ port, which no user-given URL allows. The tests start services the same way::
 The service announces its URL on stderr once it accepts requests; stderr is drained by
 a thread, so a chatty server can never block on a full pipe, and kept in ``lines`` for
 error messages.
+
+Serving needs the ``serve`` extra (Starlette and uvicorn), which the base install leaves
+out; :func:`require_serve_extra` says so, naming the command and the pip line, before
+anything starts. Nothing here imports the service itself: it runs in its own process.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import shutil
@@ -30,9 +35,14 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from invariants.adapters.http import DEFAULT_TIMEOUT_S, HttpFactory
-from invariants.errors import FactoryError
+from invariants.errors import FactoryError, MemcertError
 
-__all__ = ["ManagedService", "ServeFailed", "ServedFactory", "managed_service", "serve_command"]
+__all__ = ["SERVE_EXTRA", "ManagedService", "MissingExtra", "ServeFailed", "ServedFactory",
+           "managed_service", "require_serve_extra", "serve_command"]
+
+SERVE_EXTRA = ("starlette", "uvicorn")
+"""The modules the ``serve`` extra installs that serving cannot do without (httptools and
+uvloop, also in the extra, only make it faster)."""
 
 _PACKAGES = Path(__file__).resolve().parents[1]
 """The folder holding the ``chaos`` package, which the service's interpreter must import."""
@@ -44,6 +54,30 @@ _ANNOUNCED = re.compile(r"^memcert: serving the reference store at (\S+)$")
 
 class ServeFailed(FactoryError):
     """The service exited, or stayed silent, instead of announcing its URL."""
+
+
+class MissingExtra(MemcertError, ImportError):
+    """A command needs an optional extra that is not installed; nothing was started."""
+
+
+def require_serve_extra(command: str) -> None:
+    """Raise :class:`MissingExtra` naming ``command`` and the pip line if the ``serve``
+    extra is missing, so a base install fails at once with the fix, not with a traceback
+    from the service's process."""
+    missing = [name for name in SERVE_EXTRA if not _importable(name)]
+    if missing:
+        names = " and ".join(missing)
+        raise MissingExtra(
+            f"{command} needs {names}, which {'is' if len(missing) == 1 else 'are'} not "
+            "installed. Install the serve extra: pip install 'memcert[serve]'"
+        )
+
+
+def _importable(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ImportError:
+        return False
 
 
 def serve_command(db_url: str, *, host: str = "127.0.0.1", port: int = 0,
@@ -199,7 +233,8 @@ def managed_service(db_url: str | None = None, *, token: str | None = None,
                     timeout_s: float = DEFAULT_TIMEOUT_S) -> Iterator[ServedFactory]:
     """Serve the reference store on ``db_url`` (None: a SQLite file in a fresh temporary
     folder, removed afterwards) on a free loopback port, and yield its factory; the
-    service is stopped on exit."""
+    service is stopped on exit. Without the ``serve`` extra, :class:`MissingExtra`."""
+    require_serve_extra("serving the reference store")
     folder = None if db_url is not None else Path(tempfile.mkdtemp(prefix="memcert-serve-"))
     try:
         database = str(folder / "store.sqlite3") if folder is not None else str(db_url)

@@ -38,16 +38,15 @@ from hypothesis.stateful import (
 from invariants.backend import BackendFactory, Delete, MemoryBackend, Restore, Write, send
 from invariants.checkers import CHECKER_NAMES, CheckerSuite
 from invariants.history import HistoryRecorder, Read, WriteMeta, describe_error
+from invariants.levels import CLAIMABLE_LEVELS, ClaimableLevel, Paraphrase
 from invariants.verdict import CheckResult, Validity, Violation, render_explanation
 
 from ._stateful_model import ContractModel
 from ._stateful_words import (
-    LEVELS,
+    MACHINE_SLOTS,
     OBJECTS,
-    SLOTS,
     Attribute,
-    Level,
-    Wording,
+    FactWording,
     attribute_variant,
     fact,
     reworded,
@@ -66,8 +65,8 @@ __all__ = [
     "IsolationViolated",
     "MachineConfig",
     "PhantomViolated",
+    "RunTally",
     "SemanticNormalizationViolated",
-    "Tally",
     "UniquenessViolated",
 ]
 
@@ -180,10 +179,10 @@ Lag: TypeAlias = int | str
 LAGS: st.SearchStrategy[Lag] = st.sampled_from((0, 0, 1, 3, 10, BEFORE_DELETE))
 """How many operations ago an operation drew its causal_seq: mostly just now."""
 
-CANONICAL: Mapping[str, Attribute] = {slot: Attribute(slot, slot, "none") for slot in SLOTS}
+CANONICAL: Mapping[str, Attribute] = {slot: Attribute(slot, slot, "none") for slot in MACHINE_SLOTS}
 """Each slot's canonical attribute name."""
 
-BurstOp: TypeAlias = Wording | str
+BurstOp: TypeAlias = FactWording | str
 """A burst step: a wording to write, or ``"read"``, or ``"delete"``."""
 
 
@@ -215,7 +214,7 @@ class HandlePool:
             handle.close()
 
 
-class Tally:
+class RunTally:
     """What every program of one run saw, summed: the run's coverage.
 
     ``decisions`` counts what the oracle expected of the operations sent (``write
@@ -275,19 +274,19 @@ class MachineConfig:
     """
 
     factory: BackendFactory
-    level: Level = "lexical"
+    level: ClaimableLevel = "lexical"
     checkers: tuple[str, ...] = CHECKER_NAMES
     restore: bool = True
     concurrency: bool = True
     pool: HandlePool | None = None
-    tally: Tally = field(default_factory=Tally)
+    tally: RunTally = field(default_factory=RunTally)
 
     @property
-    def paraphrase_levels(self) -> tuple[Level, ...]:
-        return LEVELS[1 : LEVELS.index(self.level) + 1]
+    def paraphrase_levels(self) -> tuple[ClaimableLevel, ...]:
+        return CLAIMABLE_LEVELS[: CLAIMABLE_LEVELS.index(self.level) + 1]
 
     @property
-    def spelling_levels(self) -> tuple[Level, ...]:
+    def spelling_levels(self) -> tuple[ClaimableLevel, ...]:
         return tuple(lvl for lvl in self.paraphrase_levels if lvl != "semantic")
 
     @property
@@ -303,7 +302,9 @@ def _one_of(values: tuple[T, ...]) -> st.SearchStrategy[T]:
     return st.sampled_from(values)
 
 
-def _levels(pick: Callable[[MachineConfig], tuple[Level, ...]]) -> st.SearchStrategy[Level]:
+def _levels(
+    pick: Callable[[MachineConfig], tuple[ClaimableLevel, ...]],
+) -> st.SearchStrategy[ClaimableLevel]:
     """A level among those the running machine's config allows."""
     return st.runner().flatmap(lambda machine: _one_of(pick(machine.config)))
 
@@ -332,8 +333,8 @@ class BackendMachine(RuleBasedStateMachine):
 
     entities: Bundle[Entity] = Bundle("entities")
     attributes: Bundle[Attribute] = Bundle("attributes")
-    facts: Bundle[Wording] = Bundle("facts")
-    paraphrases: Bundle[Wording] = Bundle("paraphrases")
+    facts: Bundle[FactWording] = Bundle("facts")
+    paraphrases: Bundle[FactWording] = Bundle("paraphrases")
 
     def __init__(self, config: MachineConfig) -> None:
         super().__init__()
@@ -358,13 +359,13 @@ class BackendMachine(RuleBasedStateMachine):
     def init_attributes(self) -> MultipleResults[Attribute]:
         return multiple(*CANONICAL.values())
 
-    @initialize(targets=(facts, paraphrases), slot=st.sampled_from(SLOTS),
+    @initialize(targets=(facts, paraphrases), slot=st.sampled_from(MACHINE_SLOTS),
                 obj=st.integers(0, OBJECTS - 1))
-    def init_facts(self, slot: str, obj: int) -> MultipleResults[Wording]:
+    def init_facts(self, slot: str, obj: int) -> MultipleResults[FactWording]:
         """A fact, its negation, and a fact about another slot: every program can write
         from its first step, two facts that must never merge compete for one slot, and
         an entity can hold two records."""
-        other = next(s for s in SLOTS if s != slot)
+        other = next(s for s in MACHINE_SLOTS if s != slot)
         return multiple(
             _plain(CANONICAL[slot], obj, False),
             _plain(CANONICAL[slot], obj, True),
@@ -372,14 +373,14 @@ class BackendMachine(RuleBasedStateMachine):
         )
 
     @precondition(lambda self: bool(self.config.spelling_levels))
-    @precondition(_room("attributes", len(SLOTS) + 2))
+    @precondition(_room("attributes", len(MACHINE_SLOTS) + 2))
     @rule(
         target=attributes,
         attribute=attributes,
         level=_levels(lambda c: c.spelling_levels),
         pick=st.integers(0, 15),
     )
-    def respell(self, attribute: Attribute, level: Level, pick: int) -> Attribute:
+    def respell(self, attribute: Attribute, level: Paraphrase, pick: int) -> Attribute:
         return attribute_variant(attribute, level, pick)
 
     @initialize(target=entities)
@@ -393,7 +394,7 @@ class BackendMachine(RuleBasedStateMachine):
         obj=st.integers(0, OBJECTS - 1),
         negated=st.booleans(),
     )
-    def new_fact(self, attribute: Attribute, obj: int, negated: bool) -> Wording:
+    def new_fact(self, attribute: Attribute, obj: int, negated: bool) -> FactWording:
         return _plain(attribute, obj, negated)
 
     @precondition(_room("paraphrases", 7))
@@ -403,14 +404,14 @@ class BackendMachine(RuleBasedStateMachine):
         level=_levels(lambda c: c.paraphrase_levels),
         pick=st.integers(0, 15),
     )
-    def reword(self, fact: Wording, level: Level, pick: int) -> Wording:
+    def reword(self, fact: FactWording, level: Paraphrase, pick: int) -> FactWording:
         """A paraphrase at ``level`` of the value, of the attribute name, or of both."""
         return reworded(fact, level, pick)
 
     # -- operations ---------------------------------------------------------------------
 
     @rule(entity=entities, wording=paraphrases, lag=LAGS)
-    def write(self, entity: Entity, wording: Wording, lag: Lag) -> None:
+    def write(self, entity: Entity, wording: FactWording, lag: Lag) -> None:
         """``lag`` > 0 makes a late write: its causal_seq was drawn ``lag`` ops ago, or
         just before the entity's last delete (``"before delete"``; a fresh one if the
         entity was never deleted)."""
@@ -470,7 +471,7 @@ class BackendMachine(RuleBasedStateMachine):
             self._timing_dependent = True
         planned: list[tuple[Write | Delete | None, WriteMeta | None]] = []
         for step in ops:
-            if isinstance(step, Wording):
+            if isinstance(step, FactWording):
                 op, meta, label = self._plan_write(entity, step, 0)
                 planned.append((op, meta))
             elif step == "delete":
@@ -536,7 +537,7 @@ class BackendMachine(RuleBasedStateMachine):
         return max(0, self._clock - lag), f"op-{next(self._op_ids)}"
 
     def _plan_write(
-        self, entity: Entity, wording: Wording, lag: Lag
+        self, entity: Entity, wording: FactWording, lag: Lag
     ) -> tuple[Write, WriteMeta, str]:
         ns, eid = entity.namespace, entity.entity_id
         if isinstance(lag, int):
@@ -627,9 +628,9 @@ class BackendMachine(RuleBasedStateMachine):
         _fail(violated)
 
 
-def _plain(attribute: Attribute, obj: int, negated: bool) -> Wording:
+def _plain(attribute: Attribute, obj: int, negated: bool) -> FactWording:
     """A fact in its plain form: its canonical text, under ``attribute``."""
-    return Wording(fact(attribute.slot, obj, negated), attribute, "none")
+    return FactWording(fact(attribute.slot, obj, negated), attribute, "none")
 
 
 def _fail(violated: InvariantViolated) -> NoReturn:

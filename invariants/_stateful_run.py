@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
-import importlib
 import math
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -26,16 +25,22 @@ from hypothesis.stateful import run_state_machine_as_test
 from invariants.backend import BackendFactory
 from invariants.checkers import CHECKER_NAMES
 from invariants.errors import InvalidArgument
+from invariants.factory import ResolvedBackend, resolve_backend
+from invariants.levels import CLAIMABLE_LEVELS
 
-from ._stateful_machine import BackendMachine, HandlePool, InvariantViolated, MachineConfig, Tally
+from ._stateful_machine import (
+    BackendMachine,
+    HandlePool,
+    InvariantViolated,
+    MachineConfig,
+    RunTally,
+)
 from ._stateful_settings import scoped
-from ._stateful_words import LEVELS, Level
 
 __all__ = [
     "MachineRun",
     "StatefulFailure",
     "make_config",
-    "name_backend",
     "render_program",
     "run_machine",
 ]
@@ -92,32 +97,6 @@ class MachineRun:
         return tuple(name for name in CHECKER_NAMES if name in found)
 
 
-def name_backend(backend: BackendFactory | str) -> tuple[BackendFactory, str, str | None]:
-    """The factory, a name to show, and a ``package.module:callable`` spec that imports
-    it back (None if it cannot be imported by name, as a closure cannot)."""
-    if isinstance(backend, str):
-        from .factory import load_factory
-
-        return load_factory(backend), backend, backend
-    if not callable(backend):
-        raise InvalidArgument(
-            f"backend={backend!r} (type {type(backend).__name__}) is not a backend factory; "
-            "pass a zero-argument callable or its 'package.module:callable' name"
-        )
-    module = getattr(backend, "__module__", None)
-    qualname = getattr(backend, "__qualname__", None)
-    if not module or not qualname:
-        return backend, repr(backend), None
-    name = f"{module}:{qualname}"
-    try:
-        target: object = importlib.import_module(module)
-        for part in qualname.split("."):
-            target = getattr(target, part)
-    except (ImportError, AttributeError):
-        return backend, name, None
-    return backend, name, name if target is backend else None
-
-
 def make_config(
     factory: BackendFactory,
     *,
@@ -126,13 +105,13 @@ def make_config(
     restore: bool = True,
     concurrency: bool = True,
     pool: HandlePool | None = None,
-    tally: Tally | None = None,
+    tally: RunTally | None = None,
 ) -> MachineConfig:
     """A validated machine config: each bad argument is named, with the fix."""
-    if level not in LEVELS[1:]:
+    if level not in CLAIMABLE_LEVELS:
         raise InvalidArgument(
             f"level={level!r} is not a normalization level; use one of "
-            f"{', '.join(LEVELS[1:])}"
+            f"{', '.join(CLAIMABLE_LEVELS)}"
         )
     judged = tuple(checkers)
     unknown = [name for name in judged if name not in CHECKER_NAMES]
@@ -140,9 +119,9 @@ def make_config(
         raise InvalidArgument(
             f"checkers={judged!r} must name one or more of {', '.join(CHECKER_NAMES)}"
         )
-    chosen: Level = LEVELS[LEVELS.index(level)]
+    chosen = CLAIMABLE_LEVELS[CLAIMABLE_LEVELS.index(level)]
     return MachineConfig(
-        factory, chosen, judged, restore, concurrency, pool, tally if tally else Tally()
+        factory, chosen, judged, restore, concurrency, pool, tally if tally else RunTally()
     )
 
 
@@ -213,7 +192,7 @@ _SLOW_SHRINK = "WARNING: Hypothesis has spent more than five minutes working to 
 
 
 def run_machine(
-    backend: BackendFactory | str,
+    backend: BackendFactory | str | ResolvedBackend,
     *,
     level: str,
     checkers: Sequence[str],
@@ -233,8 +212,9 @@ def run_machine(
     without races: if the bug shows without them, the program reported is the one
     that does not race, which shrinks further and shows the violation on every run.
     """
-    factory, name, spec = name_backend(backend)
-    tally = Tally()
+    resolved = resolve_backend(backend)
+    factory, name, spec = resolved.factory, resolved.name, resolved.spec
+    tally = RunTally()
     pool = HandlePool(factory)
     try:
         config = make_config(factory, level=level, checkers=checkers, restore=restore,

@@ -1,11 +1,9 @@
 """What the stateful machine says: facts, their paraphrases and attribute spellings.
 
-The wording comes from the scenarios' paraphrase tables (``scenarios.paraphrases``),
-the one ground truth on which texts state one fact and at which level; the reference
-store's lexicon is tested against those tables. A second table here would drift from
-them. ``invariants`` sits below ``scenarios`` in the layers, so the tables are imported
-inside the functions below, on first use by a running machine, never when ``invariants`` or
-this module is imported; the dependency is on data only (no database, no runner).
+The wording comes from the tables of :mod:`invariants.wording`, the one ground truth on
+which texts state one fact and at which level, which the scenarios word their facts
+from too and the reference store's lexicon is tested against. A second table here
+would drift from them.
 
 Every text is a pure function of small integers that Hypothesis draws (``obj``,
 ``pick``), so a printed program replays to the very same texts.
@@ -16,29 +14,24 @@ from __future__ import annotations
 import functools
 import random
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, TypeAlias
 
-if TYPE_CHECKING:
-    from scenarios.paraphrases import Phrasing
+from invariants.levels import PARAPHRASE_LEVELS, Paraphrase
+from invariants.wording import SLOTS, Phrasing, attribute_surface_variant, phrasing, surface_variant
 
 __all__ = [
-    "LEVELS",
-    "SLOTS",
+    "MACHINE_SLOTS",
     "Attribute",
-    "Fact",
-    "Level",
-    "Wording",
+    "FactWording",
+    "SlotFact",
     "attribute_variant",
     "fact",
     "higher",
     "reworded",
 ]
 
-Level: TypeAlias = Literal["none", "surface", "lexical", "semantic"]
-LEVELS: tuple[Level, ...] = ("none", "surface", "lexical", "semantic")
-
-SLOTS: tuple[str, ...] = ("coffee_preference", "city")
-"""Few slots on purpose: writes collide on a slot often, which is where bugs live."""
+MACHINE_SLOTS: tuple[str, ...] = ("coffee_preference", "city")
+"""The slots the machine writes, of the tables' :data:`~invariants.wording.SLOTS`. Few
+on purpose: writes collide on a slot often, which is where bugs live."""
 
 OBJECTS = 2
 """Objects per slot a fact may be about."""
@@ -49,11 +42,11 @@ class Attribute:
 
     slot: str
     name: str
-    level: Level
+    level: Paraphrase
 
 
 @dataclass(frozen=True, slots=True)
-class Fact:
+class SlotFact:
     """One fact: "``slot``: (not) object number ``obj``". ``id`` is the ground truth a
     write's meta carries."""
 
@@ -69,24 +62,22 @@ class Fact:
 
 
 @dataclass(frozen=True, slots=True)
-class Wording:
+class FactWording:
     """A way to write ``fact``: the attribute name, and which text of the fact to send
     (``value_level``, and ``pick``, which chooses among the texts of that level)."""
 
-    fact: Fact
+    fact: SlotFact
     attribute: Attribute
-    value_level: Level
+    value_level: Paraphrase
     pick: int = 0
 
     @property
-    def level(self) -> Level:
+    def level(self) -> Paraphrase:
         """How far the write departs from the fact's plain form, name or value."""
         return higher(self.value_level, self.attribute.level)
 
     def value(self, tag: str) -> str:
         """The value text to send to the entity whose tag is ``tag``."""
-        from scenarios.paraphrases import surface_variant
-
         texts = self.fact.texts(tag)
         rng = random.Random(self.pick)
         if self.value_level == "surface":
@@ -98,47 +89,39 @@ class Wording:
         return texts.canonical
 
 
-def higher(a: Level, b: Level) -> Level:
-    return a if LEVELS.index(a) >= LEVELS.index(b) else b
+def higher(a: Paraphrase, b: Paraphrase) -> Paraphrase:
+    return a if PARAPHRASE_LEVELS.index(a) >= PARAPHRASE_LEVELS.index(b) else b
 
 
-def fact(slot: str, obj: int, negated: bool) -> Fact:
+def fact(slot: str, obj: int, negated: bool) -> SlotFact:
     """The fact "``slot``: (not) object number ``obj``"."""
-    from scenarios.paraphrases import SLOTS as TABLES
-
-    name = list(TABLES[slot].objects)[obj]
-    return Fact(f"{slot}:{'not ' if negated else ''}{name}", slot, obj, negated)
+    name = list(SLOTS[slot].objects)[obj]
+    return SlotFact(f"{slot}:{'not ' if negated else ''}{name}", slot, obj, negated)
 
 
 @functools.cache
 def _phrasing(slot: str, obj: int, negated: bool, tag: str) -> Phrasing:
-    """The scenarios' texts of one fact; its canonical language alternates by object."""
-    from scenarios.paraphrases import SLOTS as TABLES
-    from scenarios.paraphrases import phrasing
-
-    name = list(TABLES[slot].objects)[obj]
+    """The texts of one fact; its canonical language alternates by object."""
+    name = list(SLOTS[slot].objects)[obj]
     return phrasing(slot, not negated, name, tag, ("en", "zh")[obj % 2])
 
 
-def reworded(of: Wording, level: Level, pick: int) -> Wording:
+def reworded(of: FactWording, level: Paraphrase, pick: int) -> FactWording:
     """A wording of ``of``'s fact at ``level``: its value reworded, its attribute name,
     or both (``pick`` decides, and seeds the variant), as the scenarios word them."""
     if level == "semantic":
-        return Wording(of.fact, of.attribute, "semantic", pick)
+        return FactWording(of.fact, of.attribute, "semantic", pick)
     which = pick % 3
     attribute = of.attribute if which == 0 else attribute_variant(of.attribute, level, pick)
-    return Wording(of.fact, attribute, "none" if which == 1 else level, pick)
+    return FactWording(of.fact, attribute, "none" if which == 1 else level, pick)
 
 
-def attribute_variant(of: Attribute, level: Level, pick: int) -> Attribute:
+def attribute_variant(of: Attribute, level: Paraphrase, pick: int) -> Attribute:
     """Another name for ``of``'s slot: re-spelt (surface) or reworded (lexical)."""
-    from scenarios.paraphrases import SLOTS as TABLES
-    from scenarios.paraphrases import attribute_surface_variant
-
     rng = random.Random(pick)
     if level == "surface":
         name = attribute_surface_variant(of.name, rng)
         return Attribute(of.slot, name, higher(of.level, "surface"))
     if level == "lexical":
-        return Attribute(of.slot, rng.choice(TABLES[of.slot].attribute_variants), "lexical")
+        return Attribute(of.slot, rng.choice(SLOTS[of.slot].attribute_variants), "lexical")
     return of

@@ -40,10 +40,11 @@ import pytest
 from invariants.backend import BackendFactory
 from invariants.checkers import CHECKER_NAMES
 from invariants.errors import InvalidArgument, MemcertError
+from invariants.levels import CLAIMABLE_LEVELS
 
-from ._stateful_run import MachineRun, StatefulFailure, name_backend, run_machine
+from ._stateful_run import MachineRun, StatefulFailure, run_machine
 from ._stateful_settings import active_settings, scoped
-from ._stateful_words import LEVELS
+from .factory import resolve_backend
 
 __all__ = ["SUITE_TESTS", "Certifier", "IncompleteSuite", "MemoryBackendCertification"]
 
@@ -84,11 +85,12 @@ class Certifier:
         node: str,
         out: Path | None,
     ) -> None:
-        if level not in LEVELS[1:]:
+        if level not in CLAIMABLE_LEVELS:
             raise InvalidArgument(
-                f"memcert_level returned {level!r}; return one of {', '.join(LEVELS[1:])}"
+                f"memcert_level returned {level!r}; return one of {', '.join(CLAIMABLE_LEVELS)}"
             )
-        self.factory, self.name, _ = name_backend(backend)
+        resolved = resolve_backend(backend)
+        self.factory, self.name = resolved.factory, resolved.name
         self.backend = backend
         self.level = level
         self.declared_restore = restore
@@ -107,7 +109,7 @@ class Certifier:
         """Judge ``checker``; ``level`` overrides the declared one (it may not exceed it),
         ``restore`` forces restores on (the test needs them) or off."""
         judged = level or self.level
-        if LEVELS.index(judged) > LEVELS.index(self.level):
+        if CLAIMABLE_LEVELS.index(judged) > CLAIMABLE_LEVELS.index(self.level):
             pytest.skip(
                 f"{self.name} declares normalization level {self.level!r}; "
                 f"{judged} paraphrases are not required of it"
@@ -262,7 +264,7 @@ class MemoryBackendCertification:
         """A restore revives nothing from before the delete, late writes included."""
         memcert.check("deletion_monotonicity", restore=True)
 
-    @pytest.mark.parametrize("level", LEVELS[1:])
+    @pytest.mark.parametrize("level", CLAIMABLE_LEVELS)
     def test_semantic_normalization(self, memcert: Certifier, level: str) -> None:
         """Paraphrases of one fact, up to ``level``, leave one record (a duplicate)."""
         memcert.check("semantic_normalization", level=level)

@@ -11,11 +11,20 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+from dataclasses import dataclass
 
+from invariants.adapters.http import DEFAULT_TIMEOUT_S, HttpFactory
 from invariants.backend import BackendFactory, MemoryBackend
-from invariants.errors import FactoryError
+from invariants.errors import FactoryError, InvalidArgument
 
-__all__ = ["REFERENCE", "http_factory", "load_factory", "probe"]
+__all__ = [
+    "REFERENCE",
+    "ResolvedBackend",
+    "http_factory",
+    "load_factory",
+    "probe",
+    "resolve_backend",
+]
 
 REFERENCE = "reference_store:factory"
 
@@ -65,6 +74,61 @@ def load_factory(spec: str) -> BackendFactory:
     return target
 
 
+@dataclass(frozen=True)
+class ResolvedBackend:
+    """A backend as every part of the harness names it, resolved once.
+
+    ``factory`` makes the handles. ``name`` is what reports show (the ``backend`` field
+    of ``results.json``) and what worker processes load. ``spec`` imports the same
+    backend back, for the programs the stateful phase prints; it is None when nothing
+    can (a closure, a lambda), and those programs then ask for the factory instead.
+    """
+
+    factory: BackendFactory
+    name: str
+    spec: str | None
+
+
+def resolve_backend(backend: BackendFactory | str | ResolvedBackend | None) -> ResolvedBackend:
+    """The one place a backend argument becomes a factory, a name and a spec.
+
+    ``None`` is the reference store (:data:`REFERENCE`); a string is a
+    ``package.module:callable`` or ``http://`` spec, loaded by :func:`load_factory`
+    (so a bad one is a :class:`FactoryError`); a resolved backend is passed through, so
+    a caller that resolved it once hands it down without importing anything twice.
+    """
+    if isinstance(backend, ResolvedBackend):
+        return backend
+    if backend is None or isinstance(backend, str):
+        spec = backend or REFERENCE
+        return ResolvedBackend(load_factory(spec), spec, spec)
+    if not callable(backend):
+        raise InvalidArgument(
+            f"backend={backend!r} (type {type(backend).__name__}) is not a backend factory; "
+            "pass a zero-argument callable or its 'package.module:callable' name"
+        )
+    if isinstance(backend, HttpFactory):
+        return ResolvedBackend(backend, backend.url, backend.url)
+    module = getattr(backend, "__module__", None)
+    qualname = getattr(backend, "__qualname__", None)
+    if not module or not qualname:
+        return ResolvedBackend(backend, repr(backend), None)
+    name = f"{module}:{qualname}"
+    importable = _imports_back(backend, module, qualname)
+    return ResolvedBackend(backend, name, name if importable else None)
+
+
+def _imports_back(backend: BackendFactory, module: str, qualname: str) -> bool:
+    """Whether importing ``module`` and walking ``qualname`` finds ``backend`` itself."""
+    try:
+        target: object = importlib.import_module(module)
+        for part in qualname.split("."):
+            target = getattr(target, part)
+    except (ImportError, AttributeError):
+        return False
+    return target is backend
+
+
 TOKEN_ENV = "MEMCERT_TOKEN"
 HTTP_TIMEOUT_ENV = "MEMCERT_HTTP_TIMEOUT"
 
@@ -75,8 +139,6 @@ def http_factory(url: str) -> BackendFactory:
     The token comes from ``MEMCERT_TOKEN`` (``--token`` sets it), never from the URL,
     which is written to reports; worker processes inherit it from the environment.
     """
-    from invariants.adapters.http import DEFAULT_TIMEOUT_S, HttpFactory
-
     timeout = os.environ.get(HTTP_TIMEOUT_ENV, "").strip()
     try:
         timeout_s = float(timeout) if timeout else DEFAULT_TIMEOUT_S

@@ -43,6 +43,7 @@ from typing import IO, Any, Literal, TypeAlias, cast, get_args, overload
 
 from invariants.backend import Ack, Delete, Record, Restore, Write
 from invariants.errors import InvalidArgument, MemcertError
+from invariants.levels import PARAPHRASE_LEVELS, Paraphrase
 
 __all__ = [
     "Entry",
@@ -56,17 +57,17 @@ __all__ = [
     "Read",
     "Result",
     "WriteMeta",
+    "collector_paused",
     "describe_error",
     "read_history",
 ]
 
 EntryType: TypeAlias = Literal["invoke", "ok", "fail", "info"]
 OpName: TypeAlias = Literal["write", "delete", "restore", "read"]
-Paraphrase: TypeAlias = Literal["none", "surface", "lexical", "semantic"]
 
 _ENTRY_TYPES: tuple[str, ...] = get_args(EntryType)
 _OP_NAMES: tuple[str, ...] = get_args(OpName)
-_PARAPHRASES: tuple[str, ...] = get_args(Paraphrase)
+_PARAPHRASES: tuple[str, ...] = PARAPHRASE_LEVELS
 
 
 class HistoryError(MemcertError, ValueError):
@@ -406,8 +407,8 @@ def _decode_well_formed(data: object, strings: dict[str, str] | None = None) -> 
     ``strings`` shares, across the entries of one file, the few distinct texts that
     recur on every line (entry type and f, namespaces, entity ids, attribute names,
     slots, paraphrase levels), where JSON decoding makes a new string each time. That
-    saves memory, and lets a checker's lookups by them reuse each string's hash:
-    checking a history read from a file was a fifth slower than one built in memory.
+    saves memory, and lets a checker's lookups by them reuse each string's hash, so a
+    history read from a file checks as fast as one built in memory.
     """
     if type(data) is not dict:
         return None
@@ -868,7 +869,7 @@ def read_history(path: str | os.PathLike[str], *, allow_incomplete: bool = False
     entries: list[Entry] = []
     defects: list[str] = []
     strings: dict[str, str] = {}
-    with open(path, encoding="utf-8") as src, _collector_paused(kept=True):
+    with open(path, encoding="utf-8") as src, collector_paused(kept=True):
         first = 1
         while lines := list(itertools.islice(src, _READ_CHUNK_LINES)):
             values = _parse_lines(lines, first, name, defects, allow_incomplete)
@@ -888,20 +889,20 @@ _READ_CHUNK_LINES = 8192
 
 
 @contextmanager
-def _collector_paused(*, kept: bool = False) -> Iterator[None]:
+def collector_paused(*, kept: bool = False) -> Iterator[None]:
     """Pause Python's cyclic garbage collector while building long-lived data.
 
     Reading or checking a history allocates millions of objects that all stay alive
     until it ends, so collection passes find nothing to free and only re-scan them,
-    again and again: they more than doubled the time to read a history and made
-    checking one about 1.6 times slower. Reference counting still frees what it can.
+    again and again, which slows reading and checking severely. Reference counting
+    still frees what it can. The checkers pause it too, around a check.
 
     ``kept`` says that what was built outlives the call (a :class:`History`). It then
     joins the oldest generation directly (``gc.freeze()`` then ``gc.unfreeze()`` moves
     every tracked object there at no cost) instead of being scanned as young objects
-    when the collector resumes, a tenth of the time to read a history. Not for a check:
-    its index is garbage once the verdict is out, and garbage moved there uncounted
-    would wait for a full collection. Skipped if the program froze objects itself.
+    when the collector resumes. Not for a check: its index is garbage once the verdict
+    is out, and garbage moved there uncounted would wait for a full collection. Skipped
+    if the program froze objects itself.
     """
     was_enabled = gc.isenabled()
     gc.disable()

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-_LEVELS = ("surface", "lexical", "semantic")
+from invariants.levels import CLAIMABLE_LEVELS
+
 _SUITE = "invariants.certification_suite"
 
 
@@ -30,7 +31,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--memcert-level",
-        choices=_LEVELS,
+        choices=CLAIMABLE_LEVELS,
         default="lexical",
         help="the normalization level the --memcert-backend claims (default: lexical); "
         "tests of higher levels are skipped",

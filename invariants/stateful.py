@@ -47,6 +47,7 @@ from invariants.backend import BackendFactory
 from invariants.capabilities import restore_supported
 from invariants.checkers import CHECKER_NAMES
 from invariants.errors import InvalidArgument
+from invariants.factory import ResolvedBackend, resolve_backend
 from invariants.verdict import Validity
 
 from ._stateful_machine import (
@@ -65,7 +66,6 @@ from ._stateful_run import (
     MachineRun,
     StatefulFailure,
     make_config,
-    name_backend,
     run_machine,
     shrinking_within,
 )
@@ -101,18 +101,19 @@ MIN_SHRINK_S = 5.0
 
 
 def machine_for(
-    backend: BackendFactory | str,
+    backend: BackendFactory | str | ResolvedBackend,
     *,
     level: str = "lexical",
     checkers: tuple[str, ...] = CHECKER_NAMES,
 ) -> Callable[[], BackendMachine]:
     """A zero-argument maker of machines over ``backend``, as printed programs use it.
 
-    ``backend`` is a factory or its ``package.module:callable`` name; ``level`` the
+    ``backend`` is a factory, its ``package.module:callable`` name, or a backend
+    :func:`~invariants.factory.resolve_backend` resolved; ``level`` the
     normalization level it claims; ``checkers`` those whose violations fail a step.
     Each machine opens its own handles and closes them in ``teardown()``.
     """
-    factory, _, _ = name_backend(backend)
+    factory = resolve_backend(backend).factory
     return functools.partial(BackendMachine, make_config(factory, level=level, checkers=checkers))
 
 
@@ -191,7 +192,7 @@ class StatefulOutcome:
 
 
 def run_stateful_phase(
-    factory: BackendFactory | str,
+    factory: BackendFactory | str | ResolvedBackend,
     *,
     budget_s: float,
     seed: int,
@@ -216,10 +217,10 @@ def run_stateful_phase(
     """
     if not budget_s > 0:
         raise InvalidArgument(f"budget_s={budget_s!r} must be a positive number of seconds")
-    resolved, name, _ = name_backend(factory)
+    backend = resolve_backend(factory)
     deadline = time.monotonic() + budget_s
     base = active_settings()
-    can_restore = restore_supported(resolved)
+    can_restore = restore_supported(backend.factory)
     judged = CHECKER_NAMES
     failures: list[StatefulFailure] = []
     checked = dict.fromkeys(CHECKER_NAMES, 0)
@@ -230,11 +231,11 @@ def run_stateful_phase(
     size = FIRST_BATCH
     while judged and size > 0:
         started = time.monotonic()
-        scope = f"memcert-phase|{name}|{level}|{','.join(judged)}"
+        scope = f"memcert-phase|{backend.name}|{level}|{','.join(judged)}"
         try:
             with shrinking_within(max(deadline - started, MIN_SHRINK_S)):
                 run = run_machine(
-                    factory, level=level, checkers=judged, restore=can_restore,
+                    backend, level=level, checkers=judged, restore=can_restore,
                     seed=seed * 7919 + batch,
                     settings=Settings(scoped(base, scope), max_examples=size,
                                       derandomize=False),

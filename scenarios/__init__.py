@@ -3,8 +3,8 @@
 A scenario is a TOML file in this folder, named by its stem; it names a generator,
 the generator's parameters, the faults to inject and the coverage conditions it must
 produce. ``Scenario.plan`` turns it, with a seed, a worker count, a paraphrase level
-and a scale, into a :class:`chaos.plan.Plan`; the same arguments give an equal plan.
-A suite (``suites/*.toml``) runs several scenarios, each with a share of the budget.
+and a scale, into a :class:`scenarios.plan.Plan`; the same arguments give an equal
+plan. A suite (``suites/*.toml``) runs several scenarios, each with a share of the budget.
 
 Every write a plan holds carries the generator's ground truth in ``meta``: the fact it
 states, the slot it is about, and how far its wording departs from the fact's plain

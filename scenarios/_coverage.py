@@ -1,9 +1,8 @@
-"""The coverage conditions a scenario can require, each defined on a recorded history.
+"""The coverage conditions as a scenario file's ``requires`` names them.
 
-A scenario lists in ``requires`` the conditions its plan is built to produce. Whether
-one really occurred is decided from the history after the run (``chaos.coverage``
-counts them), never assumed from the plan: an invariant whose required condition never
-occurred is ``unknown``, not ``pass``.
+Whether a condition really occurred is decided from the history after the run
+(``chaos.coverage`` counts them), never assumed from the plan: an invariant whose
+required condition never occurred is ``unknown``, not ``pass``.
 """
 
 from __future__ import annotations
@@ -11,12 +10,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from chaos.coverage import CONDITIONS
+from .conditions import CONDITIONS
 
 __all__ = ["COVERAGE", "PARAPHRASE_CONDITIONS"]
 
-#: Condition name -> its definition on a history (defined with the measurement, in
-#: chaos.coverage). A write's *key* is (namespace, entity_id, meta.slot).
+#: Condition name -> its definition on a history (declared in scenarios.conditions). A
+#: write's *key* is (namespace, entity_id, meta.slot).
 COVERAGE: Mapping[str, str] = MappingProxyType(
     {name: condition.definition for name, condition in CONDITIONS.items()}
 )

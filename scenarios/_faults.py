@@ -1,8 +1,9 @@
 """Reading a scenario's ``[[faults]]`` tables.
 
-What each fault takes, and which values it accepts, is declared once, by the injectors
-in ``chaos.faults``; this module only points its errors at the file and field, so a
-scenario fails when it is loaded, before any backend is touched.
+What each fault takes, and which values it accepts, is declared once, in
+:mod:`scenarios.fault_kinds` (the injectors of ``chaos.faults`` are built from it);
+this module only points its errors at the file and field, so a scenario fails when it
+is loaded, before any backend is touched.
 """
 
 from __future__ import annotations
@@ -10,10 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from chaos.faults import FAULTS
-from chaos.plan import FaultSpec
-
 from ._errors import MISSING, ScenarioError, did_you_mean
+from .fault_kinds import FAULT_KINDS
+from .plan import FaultSpec
 
 __all__ = ["fault_spec"]
 
@@ -29,15 +29,15 @@ def fault_spec(path: Path, where: str, table: object) -> FaultSpec:
     if name is MISSING:
         raise ScenarioError(
             path, f"{where}.name", MISSING, "is missing",
-            f"Name the fault: one of {', '.join(FAULTS)}.",
+            f"Name the fault: one of {', '.join(FAULT_KINDS)}.",
         )
-    if not isinstance(name, str) or name not in FAULTS:
-        hint = did_you_mean(name, FAULTS) if isinstance(name, str) else ""
+    if not isinstance(name, str) or name not in FAULT_KINDS:
+        hint = did_you_mean(name, FAULT_KINDS) if isinstance(name, str) else ""
         raise ScenarioError(
             path, f"{where}.name", name, "is not a fault",
-            f"{hint}Faults: {', '.join(FAULTS)}.",
+            f"{hint}Faults: {', '.join(FAULT_KINDS)}.",
         )
-    accepted = FAULTS[name].PARAMS
+    accepted = FAULT_KINDS[name].params
     params: dict[str, float] = {}
     for key, value in table.items():
         if key == "name":

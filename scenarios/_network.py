@@ -1,8 +1,9 @@
 """Reading a scenario's ``[network]`` table: client groups and the nemesis timeline.
 
-What the table means is declared by :mod:`chaos.network` (and each toxic by
-:class:`chaos.proxy.Toxic`); this module checks each field where it stands in the file,
-so an error names ``network.nemesis[2].attributes`` rather than a line of Python.
+What the table means is declared by :mod:`scenarios.network_plan` (each toxic by its
+:class:`~scenarios.network_plan.Toxic`); this module checks each field where it stands
+in the file, so an error names ``network.nemesis[2].attributes`` rather than a line of
+Python.
 """
 
 from __future__ import annotations
@@ -11,12 +12,11 @@ import math
 from pathlib import Path
 from typing import Any
 
-from chaos.network import ACTIONS, DEFAULT_GROUP, NemesisStep, Network
-from chaos.proxy import Toxic
 from invariants.errors import InvalidArgument
 
 from ._errors import MISSING, ScenarioError, did_you_mean
 from ._files import reject_unknown
+from .network_plan import ACTIONS, DEFAULT_GROUP, NemesisStep, Network, Toxic
 
 __all__ = ["network"]
 
@@ -31,7 +31,7 @@ _STEP_FIELDS: dict[str, tuple[str, ...]] = {
 
 
 def network(path: Path, table: object) -> Network:
-    """Check a ``[network]`` table and turn it into a :class:`~chaos.network.Network`."""
+    """Check a ``[network]`` table and turn it into a :class:`~scenarios.network_plan.Network`."""
     if not isinstance(table, dict):
         raise ScenarioError(path, "network", table, "is not a table",
                             "Write the client groups and the nemesis as a [network] table.")

@@ -10,18 +10,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn, cast
 
-from chaos.network import Network
-from chaos.plan import FaultSpec, Plan, Step
 from invariants.errors import InvalidArgument
 from invariants.history import Paraphrase
+from invariants.levels import CLAIMABLE_LEVELS
 
 from ._coverage import COVERAGE, PARAPHRASE_CONDITIONS
 from ._errors import MISSING, ScenarioError, did_you_mean, shown
 from ._faults import fault_spec
 from ._files import find, names_in, read_table, reject_unknown, require_str
 from ._network import network
-from .generators import LEVELS, Context, Facts, Generator
+from .generators import Context, Facts, Generator
 from .generators._facts import scenario_code
+from .network_plan import Network
+from .plan import FaultSpec, Plan, Step
 
 __all__ = ["SCENARIO_DIR", "Scenario", "list_scenarios", "load_scenario"]
 
@@ -38,7 +39,7 @@ class Scenario:
     defaults filled in. ``requires`` lists the coverage conditions the plan is built to
     produce (see ``scenarios.COVERAGE``). ``network``, from the ``[network]`` table,
     puts the workers in client groups behind fault proxies under a nemesis timeline
-    (:mod:`chaos.network`).
+    (:mod:`scenarios.network_plan`).
     """
 
     name: str
@@ -233,10 +234,10 @@ def _check_arguments(seed: object, workers: object, level: object, scale: object
         raise InvalidArgument(
             f"workers={shown(workers)} is not a positive integer. Pass e.g. workers=4."
         )
-    if level not in LEVELS:
+    if level not in CLAIMABLE_LEVELS:
         raise InvalidArgument(
             f"level={shown(level)} is not a paraphrase level. Pass one of "
-            f"{', '.join(LEVELS)}."
+            f"{', '.join(CLAIMABLE_LEVELS)}."
         )
     if (
         isinstance(scale, bool)

@@ -8,12 +8,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from chaos.plan import Plan
-
 from ._errors import MISSING, ScenarioError, did_you_mean
 from ._files import find, names_in, read_table, reject_unknown, require_str
 from ._scenario import SCENARIO_DIR, Scenario, load_scenario
 from .generators._facts import scenario_code
+from .plan import Plan
 
 __all__ = ["SUITE_DIR", "Suite", "SuiteEntry", "list_suites", "load_suite"]
 

@@ -21,7 +21,7 @@ from reference_store.normalize import Lexicon
 from reference_store.normalize.phrases import compile_phrases, spaced
 from reference_store.normalize.surface import fold
 
-from .memory import EntityState, InMemoryBackend, Row
+from .memory import InMemoryBackend, Row, StoredEntity
 
 __all__ = [
     "DropsWrites",
@@ -52,7 +52,7 @@ class RacyUpsert(InMemoryBackend):
 
     gap_s: ClassVar[float] = 0.002
 
-    def _current(self, ent: EntityState, attr_key: str, op: Write) -> Row | None:
+    def _current(self, ent: StoredEntity, attr_key: str, op: Write) -> Row | None:
         found = super()._current(ent, attr_key, op)
         self.store.lock.release()
         try:
@@ -91,7 +91,7 @@ class ExpiringTombstone(InMemoryBackend):
 
     after_ops: ClassVar[int] = 20
 
-    def _tombstoned(self, ent: EntityState) -> bool:
+    def _tombstoned(self, ent: StoredEntity) -> bool:
         if ent.deleted and self.store.ticks - ent.delete_tick > self.after_ops:
             ent.deleted = False
             ent.delete_seq = None
@@ -104,7 +104,7 @@ class RestoreRevives(InMemoryBackend):
     """Breaks **deletion monotonicity**, only after a restore: the restore undoes the
     soft delete, bringing back every record from before it (a *resurrection*)."""
 
-    def _restore(self, ent: EntityState, op: Restore, version: int) -> Ack:
+    def _restore(self, ent: StoredEntity, op: Restore, version: int) -> Ack:
         hidden = list(ent.wiped)
         ack = super()._restore(ent, op, version)
         if ack.applied:
@@ -117,7 +117,7 @@ class RestoreAcceptsLateWrites(InMemoryBackend):
     causal_seq, so a write issued before the delete that arrives after the restore is
     applied and served (a *resurrection* of a fact the delete should have buried)."""
 
-    def _refusal(self, ent: EntityState, op: Write) -> Ack | None:
+    def _refusal(self, ent: StoredEntity, op: Write) -> Ack | None:
         return Ack(False, reason="tombstoned") if self._tombstoned(ent) else None
 
 
@@ -130,7 +130,7 @@ class SurfaceOnly(InMemoryBackend):
     restates (a *duplicate*), and a different fact next to the old one (a *conflict*).
     """
 
-    def _current(self, ent: EntityState, attr_key: str, op: Write) -> Row | None:
+    def _current(self, ent: StoredEntity, attr_key: str, op: Write) -> Row | None:
         wording = fold(op.value)
         return next(
             (row for row in ent.active
@@ -156,7 +156,7 @@ class DropsWrites(InMemoryBackend):
 
     every: ClassVar[int] = 7
 
-    def _insert(self, ent: EntityState, row: Row) -> None:
+    def _insert(self, ent: StoredEntity, row: Row) -> None:
         if self.store.ticks % self.every:
             super()._insert(ent, row)
 

@@ -24,7 +24,7 @@ from reference_store.config import DEFAULT_MAX_VALUE_BYTES
 from reference_store.normalize import Embedder, Level, Normalizer
 from reference_store.validation import check_op
 
-__all__ = ["EntityState", "InMemoryBackend", "MemoryStore", "Row", "SharedFactory"]
+__all__ = ["InMemoryBackend", "MemoryStore", "Row", "SharedFactory", "StoredEntity"]
 
 _Op = TypeVar("_Op", Write, Delete, Restore)
 
@@ -39,8 +39,9 @@ class Row:
 
 
 @dataclass(slots=True)
-class EntityState:
-    """One (namespace, entity).
+class StoredEntity:
+    """What the in-memory store holds for one (namespace, entity): its rows and its
+    delete state.
 
     ``wiped`` holds the rows the deletes since the last restore took out of service: a
     soft delete, as the reference store keeps its rows with status ``deleted``. A
@@ -74,15 +75,15 @@ class MemoryStore:
         self.max_value_bytes = max_value_bytes
         self.lock = threading.Lock()
         self.ticks = 0
-        self.entities: dict[str, dict[str, EntityState]] = {}
+        self.entities: dict[str, dict[str, StoredEntity]] = {}
         """entity_id -> namespace -> state."""
         self.outcomes: dict[tuple[str, str], Ack] = {}
         """(namespace, op_id) -> the first outcome, for retries."""
 
-    def entity(self, namespace: str, entity_id: str) -> EntityState:
-        return self.entities.setdefault(entity_id, {}).setdefault(namespace, EntityState())
+    def entity(self, namespace: str, entity_id: str) -> StoredEntity:
+        return self.entities.setdefault(entity_id, {}).setdefault(namespace, StoredEntity())
 
-    def find(self, namespace: str, entity_id: str) -> EntityState | None:
+    def find(self, namespace: str, entity_id: str) -> StoredEntity | None:
         return self.entities.get(entity_id, {}).get(namespace)
 
     def clear(self) -> None:
@@ -143,7 +144,7 @@ class InMemoryBackend:
 
     # -- decisions, each under the store's lock -----------------------------------------
 
-    def _once(self, op: _Op, body: Callable[[EntityState, int], Ack]) -> Ack:
+    def _once(self, op: _Op, body: Callable[[StoredEntity, int], Ack]) -> Ack:
         """Decide ``op`` once: a retry of its op_id gets the first outcome, unchanged.
 
         Every first attempt allocates the entity's next version, refused or not, as the
@@ -162,7 +163,7 @@ class InMemoryBackend:
             return ack
 
     def _write(
-        self, ent: EntityState, op: Write, version: int, attr_key: str, value_key: str
+        self, ent: StoredEntity, op: Write, version: int, attr_key: str, value_key: str
     ) -> Ack:
         current = self._current(ent, attr_key, op)
         refusal = self._refusal(ent, op)
@@ -179,7 +180,7 @@ class InMemoryBackend:
         self._insert(ent, Row(record, attr_key, value_key))
         return Ack(True, version=version)
 
-    def _delete(self, ent: EntityState, op: Delete, version: int) -> Ack:
+    def _delete(self, ent: StoredEntity, op: Delete, version: int) -> Ack:
         if ent.restore_seq is not None and op.causal_seq < ent.restore_seq:
             return Ack(False, reason="stale")
         already = self._tombstoned(ent)
@@ -191,7 +192,7 @@ class InMemoryBackend:
         ent.active = []
         return Ack(True, version=version, reason="already_deleted" if already else None)
 
-    def _restore(self, ent: EntityState, op: Restore, version: int) -> Ack:
+    def _restore(self, ent: StoredEntity, op: Restore, version: int) -> Ack:
         if not self._tombstoned(ent) or ent.delete_seq is None:
             return Ack(False, reason="not_deleted")
         if op.causal_seq < ent.delete_seq:
@@ -215,11 +216,11 @@ class InMemoryBackend:
     def _value_key(self, value: str) -> str:
         return self.normalizer.value_key(value)
 
-    def _current(self, ent: EntityState, attr_key: str, op: Write) -> Row | None:
+    def _current(self, ent: StoredEntity, attr_key: str, op: Write) -> Row | None:
         """The record a write to ``attr_key`` competes with."""
         return next((row for row in ent.active if row.attr_key == attr_key), None)
 
-    def _refusal(self, ent: EntityState, op: Write) -> Ack | None:
+    def _refusal(self, ent: StoredEntity, op: Write) -> Ack | None:
         """Why the entity's deletion state refuses ``op``, if it does."""
         if self._tombstoned(ent):
             return Ack(False, reason="tombstoned")
@@ -227,7 +228,7 @@ class InMemoryBackend:
             return Ack(False, reason="predates_delete")
         return None
 
-    def _tombstoned(self, ent: EntityState) -> bool:
+    def _tombstoned(self, ent: StoredEntity) -> bool:
         return ent.deleted
 
     def _stale(self, current: Row, op: Write) -> bool:
@@ -239,7 +240,7 @@ class InMemoryBackend:
             and self.normalizer.same_fact(current.record.value, op.value)
         )
 
-    def _insert(self, ent: EntityState, row: Row) -> None:
+    def _insert(self, ent: StoredEntity, row: Row) -> None:
         ent.active.append(row)
 
     def _ordered(self, rows: Iterable[Row]) -> list[Record]:

@@ -1,18 +1,23 @@
 """LangGraph's long-term memory stores behind the contract in :mod:`invariants.backend`.
 
-Three stores, one adapter, four factories usable as specs::
+Three stores, one adapter, three factories usable as specs::
 
     memcert certify invariants.adapters.langgraph:inmemory_factory
     memcert certify invariants.adapters.langgraph:sqlite_factory
     MEMCERT_LANGGRAPH_PG_URL=postgresql://... \\
         memcert certify invariants.adapters.langgraph:postgres_factory
-    memcert certify invariants.adapters.langgraph:inmemory_search_factory
-    memcert certify invariants.adapters.langgraph:sqlite_search_factory
 
-The last two are the same stores with a vector index, read through their semantic
-search as well as their listing (see **read, with search** below); they need the
-``semantic`` extra for the embedding model. ``PostgresStore`` has no search profile:
-its index needs the server's ``pgvector`` extension.
+:func:`inmemory_search` and :func:`sqlite_search` are the same stores with a vector
+index, read through their semantic search as well as their listing (see **read, with
+search** below). They take the embedder as an argument: ``invariants`` sits below the
+model memcert ships, so whoever builds them passes it in. With the ``semantic`` extra,
+:mod:`memcert.adapters` has them over all-MiniLM-L6-v2 as specs::
+
+    memcert certify memcert.adapters:langgraph_inmemory_search
+    memcert certify memcert.adapters:langgraph_sqlite_search
+
+``PostgresStore`` has no search profile: its index needs the server's ``pgvector``
+extension.
 
 How the contract maps onto ``BaseStore`` (``put``, ``search``, ``delete``):
 
@@ -39,9 +44,9 @@ How the contract maps onto ``BaseStore`` (``put``, ``search``, ``delete``):
 - **read, with search** (``inmemory_search``, ``sqlite_search``). The store has a vector
   index configured as LangGraph documents it, over the item's ``"value"`` field
   (``SqliteStore`` 3.1 reads that setting under another name and embeds the whole item;
-  the adapter leaves that to the store), embedded by all-MiniLM-L6-v2
-  (:data:`EMBEDDING_DIMS` dimensions, loaded offline by
-  :mod:`reference_store.normalize.minilm`); every put is indexed, the store's default.
+  the adapter leaves that to the store), embedded by the embedder the factory was given
+  (all-MiniLM-L6-v2's :data:`EMBEDDING_DIMS` dimensions unless told otherwise); every
+  put is indexed, the store's default.
   A read is one ``store.batch`` of two searches of the entity's namespace: the listing
   above, and a semantic search whose query is :func:`search_query`, the question an
   agent asks about the entity, with the same limit. The records are the listing's, in
@@ -65,8 +70,8 @@ How the contract maps onto ``BaseStore`` (``put``, ``search``, ``delete``):
 A handle is not bound to its thread: the SQLite connection is opened with
 ``check_same_thread=False`` (by LangGraph itself, or for ``sqlite_search`` with the
 options LangGraph uses), and both SQL stores guard their one connection with their own
-lock. The embedding model takes one call at a time, because its tokenizer cannot be
-shared between threads; that orders calls to the model, not the store's operations.
+lock. An embedder may take one call at a time (MiniLM's tokenizer cannot be shared
+between threads); that orders calls to the model, not the store's operations.
 Nothing else here locks, orders or deduplicates.
 """
 
@@ -76,12 +81,12 @@ import os
 import re
 import tempfile
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
 from importlib import import_module
 from pathlib import Path
 from types import ModuleType
-from typing import cast
+from typing import TypeAlias, cast
 
 from langgraph.store.base import BaseStore, IndexConfig, Item, SearchItem, SearchOp
 from langgraph.store.memory import InMemoryStore
@@ -95,21 +100,20 @@ __all__ = [
     "PG_URL_ENV",
     "ROOT",
     "SQLITE_PATH_ENV",
+    "Embed",
     "LangGraphBackend",
     "StoreFactory",
     "entity_namespace",
     "inmemory",
     "inmemory_factory",
     "inmemory_search",
-    "inmemory_search_factory",
-    "minilm_index",
     "postgres",
     "postgres_factory",
     "search_query",
     "sqlite",
     "sqlite_factory",
     "sqlite_search",
-    "sqlite_search_factory",
+    "vector_index",
 ]
 
 ROOT = "memcert"
@@ -120,6 +124,10 @@ LISTING_LIMIT = 10_000
 
 EMBEDDING_DIMS = 384
 """The length of all-MiniLM-L6-v2's vectors, which LangGraph's index must be told."""
+
+Embed: TypeAlias = Callable[[Sequence[str]], list[list[float]]]
+"""An embedder as LangGraph's index takes one (its ``EmbeddingsFunc``): texts in, one
+vector each out; ``reference_store.normalize.minilm.load()`` is one."""
 
 SQLITE_PATH_ENV = "MEMCERT_LANGGRAPH_SQLITE"
 PG_URL_ENV = "MEMCERT_LANGGRAPH_PG_URL"
@@ -266,26 +274,21 @@ def inmemory() -> StoreFactory:
                         shares_across_processes=False)
 
 
-def inmemory_search() -> StoreFactory:
-    """Handles onto one ``InMemoryStore`` with a MiniLM vector index, read through its
-    semantic search too; the model is loaded on the first call."""
-    return StoreFactory("InMemoryStore with a MiniLM index",
-                        lambda: nullcontext(InMemoryStore(index=minilm_index())),
+def inmemory_search(embed: Embed, *, dims: int = EMBEDDING_DIMS) -> StoreFactory:
+    """Handles onto one ``InMemoryStore`` with a vector index embedded by ``embed``,
+    read through its semantic search too."""
+    return StoreFactory("InMemoryStore with a vector index",
+                        lambda: nullcontext(InMemoryStore(index=vector_index(embed, dims=dims))),
                         shared=True, shares_across_processes=False, search=True)
 
 
-def minilm_index(fields: list[str] | None = None) -> IndexConfig:
+def vector_index(
+    embed: Embed, fields: list[str] | None = None, *, dims: int = EMBEDDING_DIMS
+) -> IndexConfig:
     """LangGraph's index over ``fields`` of each item (the fact's text unless told
-    otherwise; ``[]`` for LangGraph's default, the whole item), embedded by the model
-    memcert already ships for its semantic level, so that one copy of the weights
-    serves both.
-
-    Imported here, not at the top: the model needs torch, and the listing profiles
-    must not pay for it.
-    """
-    from reference_store.normalize import minilm
-
-    config: IndexConfig = {"dims": EMBEDDING_DIMS, "embed": minilm.load()}
+    otherwise; ``[]`` for LangGraph's default, the whole item), embedded by ``embed``
+    into vectors of ``dims`` floats."""
+    config: IndexConfig = {"dims": dims, "embed": embed}
     wanted = ["value"] if fields is None else fields
     if wanted:
         config["fields"] = wanted
@@ -308,9 +311,11 @@ def sqlite(path: str | os.PathLike[str] | None = None) -> StoreFactory:
     return StoreFactory("SqliteStore", open_store, shared=False, shares_across_processes=True)
 
 
-def sqlite_search(path: str | os.PathLike[str] | None = None) -> StoreFactory:
-    """Handles onto one ``SqliteStore`` file with a MiniLM vector index, each with its
-    own connection, read through its semantic search too.
+def sqlite_search(
+    embed: Embed, path: str | os.PathLike[str] | None = None, *, dims: int = EMBEDDING_DIMS
+) -> StoreFactory:
+    """Handles onto one ``SqliteStore`` file with a vector index embedded by ``embed``,
+    each with its own connection, read through its semantic search too.
 
     The file is found as :func:`sqlite` finds it. The index needs the sqlite-vec
     extension, so the connection comes from a ``sqlite3`` module that can load
@@ -326,11 +331,11 @@ def sqlite_search(path: str | os.PathLike[str] | None = None) -> StoreFactory:
         conn = _extension_capable_sqlite().connect(
             str(_sqlite_path(path)), check_same_thread=False, isolation_level=None)
         try:
-            yield SqliteStore(conn, index=minilm_index())
+            yield SqliteStore(conn, index=vector_index(embed, dims=dims))
         finally:
             conn.close()
 
-    return StoreFactory("SqliteStore with a MiniLM index", open_store, shared=False,
+    return StoreFactory("SqliteStore with a vector index", open_store, shared=False,
                         shares_across_processes=True, search=True)
 
 
@@ -385,7 +390,5 @@ def _pg_conninfo(url: str | None) -> str:
 
 
 inmemory_factory = inmemory()
-inmemory_search_factory = inmemory_search()
-sqlite_search_factory = sqlite_search()
 sqlite_factory = sqlite()
 postgres_factory = postgres()

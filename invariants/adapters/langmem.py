@@ -34,10 +34,11 @@ How the contract maps onto the tools:
   :data:`~invariants.adapters.langgraph.LISTING_LIMIT` (the tool's default is 10), and the
   records are parsed from the JSON text the tool returns: what the agent is served, in
   the order it is served. ``Record.version`` is 0: memories carry no version.
-- **read, with search** (:data:`search_factory`): the store has a MiniLM vector index
-  with LangGraph's default fields (the whole memory), as LangMem's own examples set one
-  up, and a read is that listing and then a second ``search_memory`` call whose query
-  is :func:`~invariants.adapters.langgraph.search_query`, with the same limit, so every
+- **read, with search** (:func:`search`): the store has a vector index, embedded by the
+  embedder :func:`search` is given, with LangGraph's default fields (the whole memory),
+  as LangMem's own examples set one up, and a read is that listing and then a second
+  ``search_memory`` call whose query is
+  :func:`~invariants.adapters.langgraph.search_query`, with the same limit, so every
   memory the index reaches is served whatever the wording. The records are the
   listing's, then each memory only the search returned; one both return with the same
   content is one record. Two tool calls, as an agent makes them: nothing holds the
@@ -45,9 +46,11 @@ How the contract maps onto the tools:
 - **reset** empties the store through the LangGraph adapter.
 
 The store is an ``InMemoryStore`` shared by every handle of the process, as in
-LangMem's own examples; :func:`over` builds a factory over any LangGraph store factory::
+LangMem's own examples; :func:`over` builds a factory over any LangGraph store factory.
+With the ``semantic`` extra, :mod:`memcert.adapters` has the search profile over
+all-MiniLM-L6-v2 as a spec::
 
-    memcert certify invariants.adapters.langmem:search_factory   # with the index
+    memcert certify memcert.adapters:langmem_search   # with the index
 """
 
 from __future__ import annotations
@@ -68,17 +71,19 @@ from pydantic import BaseModel
 from invariants.backend import Ack, Delete, Record, Restore, Write
 
 from .langgraph import (
+    EMBEDDING_DIMS,
     LISTING_LIMIT,
     ROOT,
+    Embed,
     LangGraphBackend,
     StoreFactory,
     entity_namespace,
-    minilm_index,
     search_query,
+    vector_index,
 )
 from .langgraph import inmemory as _inmemory
 
-__all__ = ["LangMemBackend", "LangMemFactory", "Memory", "factory", "over", "search_factory"]
+__all__ = ["LangMemBackend", "LangMemFactory", "Memory", "factory", "over", "search"]
 
 NAMESPACE_TEMPLATE = (ROOT, "{memcert_namespace}", "{memcert_entity}")
 
@@ -190,10 +195,11 @@ def _config(namespace: str, entity_id: str) -> RunnableConfig:
 factory = over(_inmemory())
 """LangMem's tools over one ``InMemoryStore`` of this process."""
 
-search_factory = over(
-    StoreFactory("InMemoryStore with a MiniLM index over whole memories",
-                 lambda: nullcontext(InMemoryStore(index=minilm_index([]))),
-                 shared=True, shares_across_processes=False),
-    search=True)
-"""The same tools over one ``InMemoryStore`` with a vector index, read through it too;
-the model loads on the first handle."""
+def search(embed: Embed, *, dims: int = EMBEDDING_DIMS) -> LangMemFactory:
+    """The same tools over one ``InMemoryStore`` with a vector index over whole memories,
+    embedded by ``embed``, read through it too."""
+    return over(
+        StoreFactory("InMemoryStore with a vector index over whole memories",
+                     lambda: nullcontext(InMemoryStore(index=vector_index(embed, [], dims=dims))),
+                     shared=True, shares_across_processes=False),
+        search=True)

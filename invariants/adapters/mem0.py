@@ -208,8 +208,8 @@ def _one_torch_thread() -> None:
     """Hold torch to one intra-op thread, a deployment setting that changes no result.
 
     memcert's workers embed from several threads at once; on a small machine each
-    forward pass splitting itself across the cores as well made every call several times
-    slower, and the budget bought a fraction of the operations.
+    forward pass splitting itself across the cores as well made every call much slower,
+    and the budget bought a fraction of the operations.
     """
     import torch
 

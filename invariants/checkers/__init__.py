@@ -25,7 +25,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from invariants.errors import InvalidArgument
-from invariants.history import Entry, History, HistoryError, Paraphrase, _collector_paused
+from invariants.history import Entry, History, HistoryError, collector_paused
+from invariants.levels import Paraphrase
 from invariants.verdict import CheckResult, Validity
 
 from ._base import Checker
@@ -35,13 +36,12 @@ from .deletion_monotonicity import DeletionMonotonicity
 from .durability import Durability
 from .isolation import Isolation
 from .phantom import Phantom
-from .semantic_normalization import LEVELS, SemanticNormalization
+from .semantic_normalization import SemanticNormalization
 from .uniqueness import Uniqueness
 
 __all__ = [
     "ALL_CHECKERS",
     "CHECKER_NAMES",
-    "LEVELS",
     "CausalMonotonicity",
     "Checker",
     "CheckerSuite",
@@ -237,7 +237,7 @@ def check_history(
     it builds stays alive until it returns), and restored afterwards.
     """
     suite = CheckerSuite(names=names, level=level, keep=keep)
-    with _collector_paused():
+    with collector_paused():
         suite.observe_all(history)
         results = suite.results()
         # The index has no reference cycles: dropping it here frees it at once, before

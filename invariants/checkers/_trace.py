@@ -31,10 +31,11 @@ from __future__ import annotations
 import heapq
 from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Final, TypeAlias, get_args
+from typing import Final, TypeAlias
 
 from invariants.backend import Delete, Record, Restore, Write
-from invariants.history import Entry, HistoryError, Paraphrase
+from invariants.history import Entry, HistoryError
+from invariants.levels import PARAPHRASE_LEVELS, Paraphrase
 from invariants.verdict import EntityOpRef, Outcome, ReadRef, ServedRecord, WriteRef
 
 __all__ = ["Trace"]
@@ -44,8 +45,6 @@ OK: Final = 1
 FAIL: Final = 2
 INFO: Final = 3
 _OUTCOMES: tuple[Outcome, ...] = ("pending", "ok", "fail", "info")
-LEVELS: tuple[Paraphrase, ...] = get_args(Paraphrase)
-"""Paraphrase levels, each including the ones before it."""
 
 LEAK: Final = 1
 """The record traces only to writes made in other namespaces."""
@@ -421,7 +420,7 @@ class Trace:
         self.ok_deletes = 0
         self.ok_restores = 0
         self.ok_reads = 0
-        self.paraphrase_writes: dict[str, int] = dict.fromkeys(LEVELS, 0)
+        self.paraphrase_writes: dict[str, int] = dict.fromkeys(PARAPHRASE_LEVELS, 0)
         """Writes that completed ok or info, by paraphrase level."""
         self._writes: list[WriteState] = []
         """Every write, in invocation order. Assigned last, so that it is the last

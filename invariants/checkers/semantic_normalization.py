@@ -4,15 +4,15 @@
 from __future__ import annotations
 
 from invariants.errors import InvalidArgument
-from invariants.history import Paraphrase
+from invariants.levels import PARAPHRASE_LEVELS, Paraphrase
 from invariants.verdict import DuplicateExplanation, Key, Violation
 
 from ._base import Checker
-from ._trace import LEVELS, ReadView, Trace, Traced
+from ._trace import ReadView, Trace, Traced
 
-__all__ = ["LEVELS", "SemanticNormalization"]
+__all__ = ["SemanticNormalization"]
 
-_RANK: dict[str, int] = {level: rank for rank, level in enumerate(LEVELS)}
+_RANK: dict[str, int] = {level: rank for rank, level in enumerate(PARAPHRASE_LEVELS)}
 
 
 class SemanticNormalization(Checker):
@@ -40,7 +40,7 @@ class SemanticNormalization(Checker):
         if level not in _RANK:
             raise InvalidArgument(
                 f"level={level!r} (type {type(level).__name__}) is not a paraphrase level; "
-                f"use one of {', '.join(LEVELS)}"
+                f"use one of {', '.join(PARAPHRASE_LEVELS)}"
             )
         super().__init__(trace=trace, keep=keep)
         self.level = level
@@ -90,7 +90,7 @@ class SemanticNormalization(Checker):
                     read=view.ref(),
                     slot=slot,
                     fact=fact,
-                    level=LEVELS[rank],
+                    level=PARAPHRASE_LEVELS[rank],
                     writes=tuple(w.ref() for w in writes),
                 ),
                 magnitude=len(copies),
@@ -99,17 +99,17 @@ class SemanticNormalization(Checker):
 
     def _rate_terms(self) -> tuple[int, int]:
         written = self._trace.paraphrase_writes
-        denominator = sum(written[level] for level in LEVELS[1 : self._rank + 1])
+        denominator = sum(written[level] for level in PARAPHRASE_LEVELS[1 : self._rank + 1])
         return len(self._extra_values), denominator
 
     def _coverage(self) -> dict[str, int]:
         written = self._trace.paraphrase_writes
-        coverage = {f"paraphrase_writes_{level}": written[level] for level in LEVELS[1:]}
+        coverage = {f"paraphrase_writes_{level}": written[level] for level in PARAPHRASE_LEVELS[1:]}
         coverage["repeated_fact_slot_reads"] = self.checked
         coverage["duplicates_beyond_level"] = self._beyond
         return coverage
 
     def _nothing_checked(self) -> str:
-        if not any(self._trace.paraphrase_writes[level] for level in LEVELS[1:]):
+        if not any(self._trace.paraphrase_writes[level] for level in PARAPHRASE_LEVELS[1:]):
             return "no paraphrase write took effect"
         return "no read of a slot where one fact had 2 or more writes"

@@ -4,15 +4,15 @@ A scenario file names its generator as ``module:attribute`` (``scenarios.generat
 concurrent_writes``), or as a module that defines ``generator``. Either resolves to a
 :class:`Generator`; write your own with the :func:`generator` decorator::
 
-    @generator(keys=Param(int, 3, "how many keys", minimum=1))
+    @generator(keys=GeneratorParam(int, 3, "how many keys", minimum=1))
     def mine(ctx: Context) -> list[list[Step]]:
         return [[...] for worker in range(ctx.workers)]
 """
 
 from __future__ import annotations
 
-from ._base import LEVELS, Context, Generator, Param, generator
-from ._facts import PLAIN, Fact, Facts, ParaphraseFact, Topic
+from ._base import Context, Generator, GeneratorParam, generator
+from ._facts import PLAIN, Facts, ParaphraseFact, PlanFact, Topic, scenario_code
 from .concurrent_writes import concurrent_writes
 from .delete_then_write import delete_then_write
 from .mixed import mixed
@@ -20,14 +20,13 @@ from .out_of_order_causal import out_of_order_causal
 from .paraphrase_flood import paraphrase_flood
 
 __all__ = [
-    "LEVELS",
     "PLAIN",
     "Context",
-    "Fact",
     "Facts",
     "Generator",
-    "Param",
+    "GeneratorParam",
     "ParaphraseFact",
+    "PlanFact",
     "Topic",
     "concurrent_writes",
     "delete_then_write",
@@ -35,4 +34,9 @@ __all__ = [
     "mixed",
     "out_of_order_causal",
     "paraphrase_flood",
+    "scenario_code",
 ]
+
+Param = GeneratorParam
+"""The earlier name of :class:`GeneratorParam`, kept so that generators written against
+earlier releases (``from scenarios.generators import Param``) still load."""

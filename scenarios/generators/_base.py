@@ -9,24 +9,21 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, get_args
+from typing import Any
 
-from chaos.plan import Step
-from invariants.history import Paraphrase
+from invariants.levels import CLAIMABLE_LEVELS, Paraphrase
 
 from .._errors import MISSING, ScenarioError, did_you_mean
+from ..plan import Step
 from ._facts import Facts
 
-__all__ = ["LEVELS", "Context", "Generator", "Param", "generator"]
-
-#: Paraphrase levels a plan may be asked for, each including the ones before it.
-LEVELS: tuple[Paraphrase, ...] = tuple(p for p in get_args(Paraphrase) if p != "none")
+__all__ = ["Context", "Generator", "GeneratorParam", "generator"]
 
 ParamValue = int | float | str | tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)
-class Param:
+class GeneratorParam:
     """One parameter a generator accepts from ``[params]``.
 
     ``kind`` is int, float, str or tuple (a list of strings in TOML). ``choices``
@@ -118,7 +115,7 @@ class Context:
     @property
     def levels(self) -> tuple[Paraphrase, ...]:
         """The paraphrase levels this plan may write: up to and including ``level``."""
-        return LEVELS[: LEVELS.index(self.level) + 1]
+        return CLAIMABLE_LEVELS[: CLAIMABLE_LEVELS.index(self.level) + 1]
 
     def rng(self, stream: int | str) -> random.Random:
         """An independent random stream: one per worker (its index), or named.
@@ -146,7 +143,7 @@ class Generator:
     """
 
     build: Build
-    params: Mapping[str, Param]
+    params: Mapping[str, GeneratorParam]
 
     def check_params(self, path: Path, given: object) -> Mapping[str, ParamValue]:
         """The full parameter set for a scenario file's ``[params]`` table."""
@@ -171,7 +168,7 @@ class Generator:
         return MappingProxyType(checked)
 
 
-def generator(**params: Param) -> Callable[[Build], Generator]:
+def generator(**params: GeneratorParam) -> Callable[[Build], Generator]:
     """Declare a build function as a generator taking ``params``."""
 
     def wrap(build: Build) -> Generator:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from chaos.plan import Step
 from invariants.history import Paraphrase
 
 from ..paraphrases import (
@@ -22,8 +21,9 @@ from ..paraphrases import (
     phrasing,
     surface_variant,
 )
+from ..plan import Step
 
-__all__ = ["PLAIN", "Fact", "Facts", "ParaphraseFact", "Topic", "scenario_code"]
+__all__ = ["PLAIN", "Facts", "ParaphraseFact", "PlanFact", "Topic", "scenario_code"]
 
 #: The template of a plain fact's text per slot; the tag makes each text unique.
 PLAIN: dict[str, str] = {
@@ -41,7 +41,7 @@ def scenario_code(name: str) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class Fact:
+class PlanFact:
     """One fact about one key, and its canonical write."""
 
     id: str
@@ -70,7 +70,7 @@ class Fact:
 
 
 @dataclass(frozen=True, slots=True)
-class ParaphraseFact(Fact):
+class ParaphraseFact(PlanFact):
     """A fact whose writes may paraphrase its text and its attribute name."""
 
     phrasing: Phrasing
@@ -167,9 +167,9 @@ class Facts:
         self._facts += 1
         return f"f{self._facts}"
 
-    def plain(self, namespace: str, entity_id: str, slot: str) -> Fact:
+    def plain(self, namespace: str, entity_id: str, slot: str) -> PlanFact:
         """A new fact with a text of its own, in one of the :data:`PLAIN` slots."""
-        return Fact(
+        return PlanFact(
             id=self.fact_id(),
             namespace=namespace,
             entity_id=entity_id,

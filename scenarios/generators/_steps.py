@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from collections.abc import Iterable, Sequence
 
-from chaos.plan import Step
+from ..plan import Step
 
 __all__ = ["entity_ids", "final_reads", "interleave", "pause", "read"]
 

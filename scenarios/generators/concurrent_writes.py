@@ -7,9 +7,8 @@ newer one was acknowledged shows a lost or reordered write.
 
 from __future__ import annotations
 
-from chaos.plan import Step
-
-from ._base import Context, Param, generator
+from ..plan import Step
+from ._base import Context, GeneratorParam, generator
 from ._facts import PLAIN
 from ._steps import entity_ids, final_reads, pause, read
 
@@ -52,15 +51,19 @@ def contention(
 
 
 @generator(
-    entities=Param(int, 3, "how many entities every worker writes", minimum=1, maximum=1000),
-    slots=Param(
+    entities=GeneratorParam(
+        int, 3, "how many entities every worker writes", minimum=1, maximum=1000
+    ),
+    slots=GeneratorParam(
         tuple, ("city", "job"), "the slots written", minimum=1, choices=tuple(PLAIN)
     ),
-    steps_per_worker=Param(
+    steps_per_worker=GeneratorParam(
         int, 200, "steps of each worker at scale 1", minimum=1, maximum=10**6
     ),
-    write_ratio=Param(float, 0.6, "the share of steps that write", minimum=0.0, maximum=1.0),
-    max_pause_s=Param(
+    write_ratio=GeneratorParam(
+        float, 0.6, "the share of steps that write", minimum=0.0, maximum=1.0
+    ),
+    max_pause_s=GeneratorParam(
         float, 0.002, "the longest pause before a step, in seconds", minimum=0.0, maximum=10.0
     ),
 )

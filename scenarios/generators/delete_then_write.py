@@ -13,9 +13,8 @@ and in operations; the other workers also revisit the previous round's entity.
 
 from __future__ import annotations
 
-from chaos.plan import Step
-
-from ._base import Context, Param, generator
+from ..plan import Step
+from ._base import Context, GeneratorParam, generator
 from ._facts import PLAIN
 from ._steps import entity_ids, final_reads, pause, read
 
@@ -98,25 +97,27 @@ def delete_rounds(
 
 
 @generator(
-    entities=Param(int, 4, "how many entities take turns", minimum=1, maximum=1000),
-    slots=Param(tuple, ("city", "job"), "the slots written", minimum=1, choices=tuple(PLAIN)),
-    rounds=Param(int, 12, "delete rounds at scale 1", minimum=1, maximum=10**5),
-    writes_per_round=Param(
+    entities=GeneratorParam(int, 4, "how many entities take turns", minimum=1, maximum=1000),
+    slots=GeneratorParam(
+        tuple, ("city", "job"), "the slots written", minimum=1, choices=tuple(PLAIN)
+    ),
+    rounds=GeneratorParam(int, 12, "delete rounds at scale 1", minimum=1, maximum=10**5),
+    writes_per_round=GeneratorParam(
         int, 6, "writes of each worker per round", minimum=2, maximum=1000
     ),
-    late_pause_s=Param(
+    late_pause_s=GeneratorParam(
         float, 0.15, "how long after a delete its late write comes, in seconds",
         minimum=0.0, maximum=60.0,
     ),
-    stale_lag=Param(
+    stale_lag=GeneratorParam(
         int, 10**9, "how far before the clock a stale write after a restore claims to be",
         minimum=1, maximum=2**62,
     ),
-    keep_deleted_every=Param(
+    keep_deleted_every=GeneratorParam(
         int, 3, "every n-th round leaves its entity deleted until its next turn (0: never)",
         minimum=0, maximum=1000,
     ),
-    max_pause_s=Param(
+    max_pause_s=GeneratorParam(
         float, 0.002, "the longest pause before a step, in seconds", minimum=0.0, maximum=10.0
     ),
 )

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from chaos.plan import Step
-
-from ._base import Context, Param, generator
+from ..plan import Step
+from ._base import Context, GeneratorParam, generator
 from ._steps import entity_ids, final_reads, interleave
 from .concurrent_writes import contention
 from .delete_then_write import delete_rounds
@@ -25,12 +24,12 @@ Block = Callable[[str, str], list[list[Step]]]
 
 
 @generator(
-    entities=Param(int, 3, "how many entities, the same ids in both namespaces",
+    entities=GeneratorParam(int, 3, "how many entities, the same ids in both namespaces",
                    minimum=1, maximum=1000),
-    cycles=Param(int, 3, "cycles of the four blocks at scale 1", minimum=1, maximum=10**5),
-    block_steps=Param(int, 16, "steps of each worker in a contention or lagging block",
+    cycles=GeneratorParam(int, 3, "cycles of the four blocks at scale 1", minimum=1, maximum=10**5),
+    block_steps=GeneratorParam(int, 16, "steps of each worker in a contention or lagging block",
                       minimum=1, maximum=10**5),
-    max_pause_s=Param(
+    max_pause_s=GeneratorParam(
         float, 0.001, "the longest pause before a step, in seconds", minimum=0.0, maximum=10.0
     ),
 )

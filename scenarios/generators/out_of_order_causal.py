@@ -15,9 +15,8 @@ that was issued earlier and delivered late. The scenario's ``out_of_order`` and
 
 from __future__ import annotations
 
-from chaos.plan import Step
-
-from ._base import Context, Param, generator
+from ..plan import Step
+from ._base import Context, GeneratorParam, generator
 from ._facts import PLAIN
 from ._steps import entity_ids, final_reads, read
 from .concurrent_writes import contention
@@ -29,26 +28,30 @@ HOT_SLOT = "city"
 
 
 @generator(
-    boundary_writes=Param(
+    boundary_writes=GeneratorParam(
         int, 101, "writes of each worker to the hot key before anything else (not scaled)",
         minimum=0, maximum=10**5,
     ),
-    entities=Param(int, 2, "how many entities the later writes share", minimum=1, maximum=1000),
-    slots=Param(
+    entities=GeneratorParam(
+        int, 2, "how many entities the later writes share", minimum=1, maximum=1000
+    ),
+    slots=GeneratorParam(
         tuple, ("city", "coffee_preference"), "the slots written", minimum=1,
         choices=tuple(PLAIN),
     ),
-    steps_per_worker=Param(
+    steps_per_worker=GeneratorParam(
         int, 200, "steps of each worker after the hot phase, at scale 1",
         minimum=1, maximum=10**6,
     ),
-    write_ratio=Param(float, 0.7, "the share of steps that write", minimum=0.0, maximum=1.0),
-    lag_ratio=Param(
+    write_ratio=GeneratorParam(
+        float, 0.7, "the share of steps that write", minimum=0.0, maximum=1.0
+    ),
+    lag_ratio=GeneratorParam(
         float, 0.35, "the share of writes that claim an older seq", minimum=0.0, maximum=1.0
     ),
-    max_lag=Param(int, 12, "the most ticks a lagging write claims to be behind",
+    max_lag=GeneratorParam(int, 12, "the most ticks a lagging write claims to be behind",
                   minimum=1, maximum=10**6),
-    max_pause_s=Param(
+    max_pause_s=GeneratorParam(
         float, 0.001, "the longest pause before a step, in seconds", minimum=0.0, maximum=10.0
     ),
 )

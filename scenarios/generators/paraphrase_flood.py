@@ -10,11 +10,11 @@ must let each round's fact replace the last.
 
 from __future__ import annotations
 
-from chaos.plan import Step
 from invariants.history import Paraphrase
 
 from ..paraphrases import SLOTS
-from ._base import Context, Param, generator
+from ..plan import Step
+from ._base import Context, GeneratorParam, generator
 from ._steps import entity_ids, final_reads, pause, read
 
 __all__ = ["flood", "paraphrase_flood"]
@@ -54,12 +54,14 @@ def flood(
 
 
 @generator(
-    entities=Param(int, 2, "how many entities", minimum=1, maximum=1000),
-    slots=Param(tuple, tuple(SLOTS), "the slots paraphrased", minimum=1, choices=tuple(SLOTS)),
-    rounds=Param(int, 6, "rounds at scale 1", minimum=1, maximum=10**5),
-    burst=Param(int, 4, "variants each worker writes per fact per round", minimum=1,
+    entities=GeneratorParam(int, 2, "how many entities", minimum=1, maximum=1000),
+    slots=GeneratorParam(
+        tuple, tuple(SLOTS), "the slots paraphrased", minimum=1, choices=tuple(SLOTS)
+    ),
+    rounds=GeneratorParam(int, 6, "rounds at scale 1", minimum=1, maximum=10**5),
+    burst=GeneratorParam(int, 4, "variants each worker writes per fact per round", minimum=1,
                 maximum=1000),
-    max_pause_s=Param(
+    max_pause_s=GeneratorParam(
         float, 0.001, "the longest pause before a step, in seconds", minimum=0.0, maximum=10.0
     ),
 )

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import invariants
+import memcert
 from chaos.certify import replay
 from chaos.report import INVARIANTS
 from invariants.history import read_history
@@ -30,7 +30,7 @@ def certify_briefly(spec: str, out: Path) -> dict:
     The stateful phase is left out, as in tests/chaos: tests/stateful covers it, and its
     search on a failing backend would take the rest of this suite's time.
     """
-    invariants.certify(spec, budget_s=BUDGET_S, seed=SEED, out=out, stateful_share=0.0)
+    memcert.certify(spec, budget_s=BUDGET_S, seed=SEED, out=out, stateful_share=0.0)
     saved: dict = json.loads((out / "results.json").read_text(encoding="utf-8"))
     return saved
 

@@ -37,6 +37,8 @@ except ImportError as missing:
     skip_or_fail(f"the semantic extra is not installed: {missing}",
                  tests="the LangGraph search tests", module_level=True)
 
+from reference_store.normalize import minilm
+
 NS = "ns"
 ALICE = entity_namespace(NS, "alice")
 
@@ -51,14 +53,14 @@ def opened(stores: StoreFactory) -> LangGraphBackend:
 @pytest.fixture
 def inmemory() -> Iterator[LangGraphBackend]:
     """A handle onto a fresh indexed store; the model itself is loaded once per process."""
-    handle = langgraph.inmemory_search()()
+    handle = langgraph.inmemory_search(minilm.load())()
     yield handle
     handle.close()
 
 
 @pytest.fixture
 def sqlite(tmp_path) -> Iterator[LangGraphBackend]:
-    handle = opened(langgraph.sqlite_search(tmp_path / "store.sqlite3"))
+    handle = opened(langgraph.sqlite_search(minilm.load(), tmp_path / "store.sqlite3"))
     yield handle
     handle.close()
 
@@ -202,8 +204,6 @@ class GhostIndexStore(InMemoryStore):
     deleted, as an index that outlives its rows does. The listing is LangGraph's own."""
 
     def __init__(self) -> None:
-        from reference_store.normalize import minilm
-
         super().__init__(index={"dims": langgraph.EMBEDDING_DIMS, "embed": minilm.load(),
                                 "fields": ["value"]})
         self.ghosts: list[Item] = []
@@ -286,8 +286,8 @@ def assert_recorded(saved: dict, spec: str, out: Path) -> None:
 def test_certify_leaves_a_recorded_reproducible_report(store, tmp_path, monkeypatch):
     monkeypatch.setenv(langgraph.SQLITE_PATH_ENV, str(tmp_path / "store.sqlite3"))
     if store == "sqlite":
-        opened(langgraph.sqlite_search()).close()
-    spec = f"invariants.adapters.langgraph:{store}_search_factory"
+        opened(langgraph.sqlite_search(minilm.load())).close()
+    spec = f"memcert.adapters:langgraph_{store}_search"
     saved = certify_briefly(spec, tmp_path / "out")
     assert_recorded(saved, spec, tmp_path / "out")
     assert_reproducible(saved, tmp_path / "out")

@@ -98,9 +98,10 @@ def test_certify_langmem_leaves_a_complete_reproducible_report(tmp_path):
 
 @pytest.fixture(scope="module")
 def index():
-    from invariants.adapters.langgraph import minilm_index
+    from invariants.adapters.langgraph import vector_index
+    from reference_store.normalize import minilm
 
-    return minilm_index([])
+    return vector_index(minilm.load(), [])
 
 
 def test_the_search_profile_serves_each_memory_once_through_both_reads(index):

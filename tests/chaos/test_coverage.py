@@ -5,6 +5,7 @@ from __future__ import annotations
 from chaos.coverage import measure
 from invariants.backend import Ack, Write
 from invariants.history import HistoryRecorder, WriteMeta
+from scenarios.conditions import CONDITIONS
 
 
 def _write(recorder: HistoryRecorder, entity: str, attribute: str, fact: str, *,
@@ -27,6 +28,10 @@ def test_attribute_variant_facts_needs_two_spellings_and_two_facts_acknowledged(
     _write(recorder, "refused", "city", "f1")
     _write(recorder, "refused", "City", "f2", applied=False)
     assert measure(recorder.history())["attribute_variant_facts"] == 1
+
+
+def test_every_declared_condition_is_counted_and_nothing_else_in_declaration_order():
+    assert list(measure(HistoryRecorder().history())) == list(CONDITIONS)
 
 
 def test_no_writes_no_variant_facts():

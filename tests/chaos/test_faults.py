@@ -22,7 +22,6 @@ from chaos.faults import (
     LostAck,
     LostAcknowledgement,
     OutOfOrder,
-    Param,
     SkewedClock,
     Timeout,
     Unavailable,
@@ -31,9 +30,11 @@ from chaos.faults import (
     layers,
     validate_specs,
 )
-from chaos.plan import FaultSpec
 from invariants.backend import Ack, Delete, MemoryBackend, Record, Restore, Write
 from invariants.errors import InvalidArgument, InvalidInput
+from scenarios.fault_kinds import FAULT_KINDS
+from scenarios.plan import FaultSpec
+from scenarios.ranges import NumberRange
 
 
 class Scripted(random.Random):
@@ -69,6 +70,13 @@ def test_every_fault_is_a_backend_and_the_registry_names_them_all(inner):
     assert sorted(FAULTS) == ["delay", "duplicate_delivery", "fail_before_apply", "lost_ack",
                               "out_of_order", "skewed_clock"]
     assert {cls.fault_name: cls for cls in FAULTS.values()} == dict(FAULTS)
+
+
+def test_every_declared_fault_has_exactly_one_injector_and_every_injector_a_declaration():
+    assert list(FAULTS) == list(FAULT_KINDS)
+    assert len(set(FAULTS.values())) == len(FAULTS)
+    for name, cls in FAULTS.items():
+        assert cls.PARAMS is FAULT_KINDS[name].params
 
 
 def test_injected_faults_are_told_apart_and_fit_builtin_types():
@@ -443,12 +451,12 @@ def test_each_fault_takes_exactly_its_declared_parameters_at_both_ends_of_their_
         assert {param: getattr(fault, param) for param in params} == params
 
 
-def test_a_param_refuses_with_a_reason_and_a_fix_and_checks_to_the_type_it_declares():
-    ticks = Param(1, 10, "a whole number in [1, 10]", integer=True)
+def test_a_number_range_refuses_with_a_reason_and_a_fix_and_checks_to_the_type_it_declares():
+    ticks = NumberRange(1, 10, "a whole number in [1, 10]", integer=True)
     assert ticks.refusal(3) is None and ticks.refusal(3.0) is None
     assert ticks.refusal("3") == ("is not a number", "Give a whole number in [1, 10].")
     for bad in (0, 11, 2.5, float("inf")):
         assert ticks.refusal(bad) == ("is out of range", "Give a whole number in [1, 10].")
     assert (ticks.check("f", "n", 3.0), type(ticks.check("f", "n", 3.0))) == (3, int)
-    share = Param(0, 1, "a share in [0, 1]")
+    share = NumberRange(0, 1, "a share in [0, 1]")
     assert (share.check("f", "s", 1), type(share.check("f", "s", 1))) == (1.0, float)

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from chaos._toxics import BEHAVIOURS
 from chaos.proxy import KINDS, ControlServer, FaultProxy, ProxyGroup, Toxic
 from invariants.errors import InvalidArgument
 
@@ -635,3 +636,8 @@ def test_the_control_api_refuses_with_the_reason(proxy, method, path, body, stat
     with ControlServer({"svc": proxy}) as api:
         assert call(api, method, path, body) == (status, {"error": error, "status": status})
     assert [toxic.name for toxic in proxy.toxics()] == ["lag"] and proxy.enabled
+
+
+def test_every_declared_toxic_type_has_exactly_one_behaviour_and_every_behaviour_a_type():
+    assert list(BEHAVIOURS) == list(KINDS)
+    assert len(set(BEHAVIOURS.values())) == len(BEHAVIOURS)

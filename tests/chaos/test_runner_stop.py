@@ -6,10 +6,10 @@ from __future__ import annotations
 import threading
 
 from chaos.examples import InMemoryBackend, SharedFactory
+from chaos.execute import run_plan
 from chaos.faults import LamportClock
-from chaos.plan import Plan, Step
-from chaos.runner import run_plan
 from invariants.history import HistoryRecorder
+from scenarios.plan import Plan, Step
 
 WORKERS = 4
 STEPS = 200

@@ -21,9 +21,8 @@ from hypothesis import strategies as st
 from invariants.backend import Ack, Delete, Record, Restore, Write
 from invariants.checkers import CheckerSuite, check_history
 from invariants.history import Entry, History, HistoryRecorder, Payload, Read, WriteMeta
+from invariants.levels import CLAIMABLE_LEVELS
 from invariants.verdict import Validity
-
-LEVELS = ("surface", "lexical", "semantic")
 
 
 @dataclass
@@ -129,7 +128,7 @@ def run(
             slot = rnd.choice(["drink", "city"])
             fact = f"{slot}-{rnd.randrange(3)}"
             seq = next_seq(skew=rnd.random() < 0.2)
-            level = "none" if fact not in written else rnd.choice(LEVELS)
+            level = "none" if fact not in written else rnd.choice(CLAIMABLE_LEVELS)
             written.add(fact)
             op = Write(ns, entity, slot, f"{fact}@{seq}", seq, f"op{seq}")
             meta = WriteMeta(fact, slot, level)  # type: ignore[arg-type]

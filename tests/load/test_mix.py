@@ -14,7 +14,7 @@ from chaos.cli_parser import build_parser
 from chaos.load import LoadOptions
 from chaos.load_mix import MIXES, SEQ_SHIFT, HybridClock, Keyspace, UserScript
 from invariants.errors import InvalidArgument
-from scenarios.generators import LEVELS
+from invariants.levels import CLAIMABLE_LEVELS
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -72,7 +72,7 @@ def test_the_cli_offers_every_mix_and_level():
                     if isinstance(a, argparse._SubParsersAction))
     choices = {action.dest: tuple(action.choices or ())
                for action in commands.choices["load"]._actions}
-    assert (choices["mix"], choices["level"]) == (tuple(MIXES), LEVELS)
+    assert (choices["mix"], choices["level"]) == (tuple(MIXES), CLAIMABLE_LEVELS)
 
 
 def test_options_name_the_mistake():

@@ -7,8 +7,8 @@ import re
 from collections import defaultdict
 from collections.abc import Iterator
 
-from chaos.plan import Plan, Step
 from scenarios import load_scenario
+from scenarios.plan import Plan, Step
 
 NAMES = ("concurrent_writes", "delete_then_write", "mixed", "out_of_order_causal",
          "paraphrase_flood", "network_faults", "partition", "crash_restart")

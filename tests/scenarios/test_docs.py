@@ -8,8 +8,8 @@ import types
 from pathlib import Path
 
 from chaos.faults import FAULTS
-from chaos.network import ACTIONS
 from scenarios import COVERAGE, list_scenarios, load_scenario
+from scenarios.network_plan import ACTIONS
 
 DOC = (Path(__file__).parents[2] / "docs" / "scenarios.md").read_text(encoding="utf-8")
 

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from chaos.faults import FAULTS, validate_specs
-from chaos.plan import FaultSpec
 from invariants.errors import InvalidArgument, InvalidInput
 from scenarios import ScenarioError, load_scenario, load_suite
+from scenarios.plan import FaultSpec
 
 GOOD = 'description = "d"\ngenerator = "scenarios.generators:concurrent_writes"\n'
 
@@ -227,7 +227,7 @@ def test_plan_arguments_are_checked():
 def test_a_generator_that_breaks_the_ground_truth_is_refused(tmp_path, monkeypatch):
     module = tmp_path / "liar_module.py"
     module.write_text(
-        "from chaos.plan import Step\n"
+        "from scenarios.plan import Step\n"
         "from scenarios.generators import generator\n"
         "@generator()\n"
         "def generator(ctx):\n"

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 import scenarios
-from chaos.plan import FaultSpec
 from scenarios import COVERAGE, list_scenarios, list_suites, load_scenario, load_suite
 from scenarios._scenario import SCENARIO_DIR
+from scenarios.plan import FaultSpec
 
 NAMES = ["concurrent_writes", "crash_restart", "delete_then_write", "mixed", "network_faults",
          "out_of_order_causal", "paraphrase_flood", "partition"]
@@ -64,9 +64,9 @@ def test_a_parameter_left_out_takes_its_default(tmp_path):
 def test_a_module_path_names_its_generator_attribute(tmp_path):
     module = tmp_path / "my_generator_module.py"
     module.write_text(
-        "from scenarios.generators import generator, Param\n"
+        "from scenarios.generators import generator, GeneratorParam\n"
         "from scenarios.generators._steps import read\n"
-        "@generator(keys=Param(int, 1, 'how many', minimum=1))\n"
+        "@generator(keys=GeneratorParam(int, 1, 'how many', minimum=1))\n"
         "def generator(ctx):\n"
         "    return [[read(ctx.scenario, f'k{n}') for n in range(ctx.params['keys'])]\n"
         "            for _ in range(ctx.workers)]\n"
@@ -128,3 +128,13 @@ def test_a_suite_entry_may_name_a_scenario_file_next_to_it(tmp_path):
     suite = load_suite(suite_path)
     assert [entry.scenario.name for entry in suite.entries] == ["local_one", "mixed"]
     assert [entry.scale for entry in suite.entries] == [0.5, 1.0]
+
+
+def test_generators_written_against_the_earlier_names_still_load():
+    import chaos.plan
+    import scenarios.generators
+    import scenarios.plan
+
+    assert scenarios.generators.Param is scenarios.generators.GeneratorParam
+    for name in ("Step", "StepKind", "FaultSpec", "Plan"):
+        assert getattr(chaos.plan, name) is getattr(scenarios.plan, name)

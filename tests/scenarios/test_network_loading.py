@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from chaos.network import NemesisStep, Network
-from chaos.proxy import Toxic
 from scenarios import ScenarioError, load_scenario
+from scenarios.network_plan import NemesisStep, Network, Toxic
 
 HEAD = 'description = "d"\ngenerator = "scenarios.generators:concurrent_writes"\n'
 

@@ -14,14 +14,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from invariants.factory import load_factory
-from chaos.plan import Plan, Step
-from chaos.runner import run_plan
+from chaos.execute import run_plan
 from invariants.adapters.http import HttpBackend, HttpFactory, OutcomeUnknown, ProtocolError
 from invariants.backend import Ack, Restore, Write
 from invariants.errors import FactoryError, InvalidArgument, InvalidInput, ValueTooLarge
+from invariants.factory import load_factory
 from invariants.history import HistoryRecorder
 from reference_store import ReferenceStore
+from scenarios.plan import Plan, Step
 
 from .server import Served
 

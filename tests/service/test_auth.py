@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from invariants.factory import http_factory
 from invariants.errors import FactoryError
+from invariants.factory import http_factory
 
 from .calls import call
 from .server import ROOT, Served, serve_command

@@ -1,0 +1,80 @@
+"""Run one plan: the dispatcher that picks where its workers run, then reads back.
+
+A plain plan runs as threads of this process (:func:`chaos.runner.run_workers`), a
+plan with a network under the nemesis (:mod:`chaos.nemesis`), and a plan spread over
+worker processes through :mod:`chaos.processes`. Each of those imports the runner, so
+the dispatcher sits here, above all three, and none of them imports it back.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+from invariants.backend import BackendFactory
+from invariants.errors import InvalidArgument
+from invariants.history import HistoryRecorder
+from scenarios.plan import Plan
+
+from .faults import LamportClock
+from .nemesis import run_under_nemesis
+from .processes import run_in_processes
+from .runner import RunResult, final_reads, run_workers
+
+__all__ = ["run_plan"]
+
+
+def run_plan(
+    factory: BackendFactory,
+    plan: Plan,
+    recorder: HistoryRecorder,
+    *,
+    budget_s: float,
+    clock: LamportClock | None = None,
+    on_step: Callable[[], None] | None = None,
+    first_worker: int = 0,
+    processes: int = 0,
+    factory_spec: str | None = None,
+    stop: threading.Event | None = None,
+) -> RunResult:
+    """Run every worker's steps concurrently until done or until ``budget_s`` runs out.
+
+    Workers are threads of this process, or, with ``processes`` > 0, threads spread over
+    that many worker processes, each of which builds its handles from ``factory_spec``
+    (a spec, because a callable does not cross a process boundary). ``first_worker``
+    offsets worker ids so that several plans can share one history. ``on_step`` is
+    called once per step, to drive progress bars: after every step of a thread worker,
+    or in this process a tick at a time for workers in other processes. Once ``stop`` is
+    set, each worker stops before its next step (in another process, within a tick), as
+    at the end of the budget, and the run ends as usual (faults healed, every entity read
+    back), with ``stopped`` true.
+
+    A plan with a ``network`` runs under :mod:`chaos.nemesis`, always with threads; if
+    the backend cannot take its faults, nothing runs and ``not_run`` says why.
+    """
+    shared = clock if clock is not None else LamportClock()
+    deadline = time.monotonic() + budget_s
+    started = time.monotonic()
+    if plan.network is not None:
+        result = run_under_nemesis(factory, plan, recorder, shared, budget_s=budget_s,
+                                   deadline=deadline, first_worker=first_worker,
+                                   on_step=on_step, stop=stop)
+        if result.not_run:
+            return result
+    elif processes > 0:
+        if factory_spec is None:
+            raise InvalidArgument("processes > 0 needs factory_spec='package.module:callable',"
+                                  " which each worker process imports")
+        result = run_in_processes(factory_spec, plan, recorder, shared, deadline, processes,
+                                  first_worker, on_step, stop)
+    else:
+        result = run_workers(factory, plan, range(len(plan.workers)), recorder, shared,
+                             deadline, first_worker, on_step, stop=stop)
+    backend = factory()
+    try:
+        final_reads(backend, plan, recorder, first_worker + len(plan.workers))
+    finally:
+        backend.close()
+    result.elapsed_s = time.monotonic() - started
+    return result
