@@ -29,9 +29,8 @@ def forget(store: ReferenceStore, namespace: str, entity_id: str,
     locked first, as every write does, so a forget and a write of the same key are
     ordered: the write either supersedes the row before it is archived, or finds no
     active row afterwards and inserts a fresh one. Taking the lock bumps the entity's
-    ``next_version``, as every write does: that is how a write on PostgreSQL, which
-    reads the current record in the statement that waits for the lock, knows the
-    record it read may be stale (``statements.lock_current``).
+    ``next_version``, as every decided operation does, so the versions an entity hands
+    out keep counting every change made under its lock.
     """
     check_namespace(namespace)
     check_text("entity_id", entity_id)
@@ -48,9 +47,10 @@ def forget(store: ReferenceStore, namespace: str, entity_id: str,
     ).values(next_version=entities.c.next_version + 1)
 
     def attempt() -> int:
-        with store._transaction() as conn:
+        with store.database.write() as conn:
             conn.execute(lock)
-            result = conn.execute(statement.values(status="archived", updated_at=store._clock()))
+            result = conn.execute(statement.values(status="archived",
+                                                   updated_at=store.database.clock()))
         return int(result.rowcount)
 
-    return store._retrying(attempt)
+    return store.database.retrying(attempt)

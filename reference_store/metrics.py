@@ -29,7 +29,6 @@ STORE_METRICS: Final = {
     "memcert_store_rejections": ("op", "reason"),
     "memcert_store_merges": (),
     "memcert_store_retries": (),
-    "memcert_store_guard_misses": (),
     "memcert_store_tombstone_checks": ("op", "result"),
 }
 """Each counter's name (the exposition adds ``_total``) and its labels."""
@@ -44,8 +43,7 @@ class StoreMetrics:
 
     Call :meth:`acknowledged` with every Ack the store gives for a write, delete or
     restore, :meth:`invalid` when input is refused before any transaction, and
-    :meth:`retried` before each retry of a transaction, :meth:`guard_missed` for each
-guarded write that did not hold. Every label value is
+    :meth:`retried` before each retry of a transaction. Every label value is
     pre-created, so a counter reads 0 rather than missing before it first moves.
     """
 
@@ -60,11 +58,6 @@ guarded write that did not hold. Every label value is
         self.retries = Counter(
             "memcert_store_retries",
             "Transactions retried after lock contention or a serialization failure.",
-            registry=registry)
-        self.guard_misses = Counter(
-            "memcert_store_guard_misses",
-            "Guarded writes (PostgreSQL) that found their key or entity changed since they "
-            "read it, wrote nothing, and read again.",
             registry=registry)
         self.tombstone_checks = Counter(
             "memcert_store_tombstone_checks",
@@ -96,7 +89,3 @@ guarded write that did not hold. Every label value is
     def retried(self) -> None:
         """Count one retry of a transaction."""
         self.retries.inc()
-
-    def guard_missed(self) -> None:
-        """Count one guarded write that did not hold: optimistic contention."""
-        self.guard_misses.inc()

@@ -17,13 +17,9 @@ canonical key at the store's level, so "americano" finds "喜欢美式" through 
 while "咖啡" still finds "偏好美式咖啡" through its own characters. Chinese and Japanese
 are cut into character bigrams, since they are written without spaces.
 
-Each call is one SQL statement, prepared once per handle (``statements.py``) and run on
-the driver's cursor as a transaction of its own, and the Python that follows does only
-what it must: a memory's tokens are computed once per distinct text, and a ``Hit`` is
-built only for the rows that make the ``limit``. Each call is also a ``plan_*``
-function, which checks the input and returns the statement with what to make of its
-rows (:class:`~reference_store.statements.Plan`), so the HTTP service can send the
-statement without a thread (``service/pool.py``).
+Each call is one SQL statement, and the Python that follows does only what it must: a
+memory's tokens are computed once per distinct text, and a ``Hit`` is built only for
+the rows that make the ``limit``.
 """
 
 from __future__ import annotations
@@ -37,11 +33,13 @@ from dataclasses import dataclass
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
+from sqlalchemy import Select, bindparam, select, update
+
 from invariants.errors import InvalidArgument
 
 from .normalize.semantic import cosine
 from .normalize.surface import CJK, fold
-from .statements import SQL_TAGS, Plan, Prepared, tag_pattern
+from .schema import ACTIVE, memories
 from .validation import check_memory_type, check_namespace, check_text
 
 if TYPE_CHECKING:
@@ -50,9 +48,6 @@ if TYPE_CHECKING:
 __all__ = [
     "RANK_WEIGHTS",
     "Hit",
-    "plan_recall",
-    "plan_search",
-    "plan_touch",
     "recall",
     "search",
     "strength",
@@ -147,8 +142,20 @@ def search(
     Ties are broken by similarity, then strength, then entity, attribute and version,
     so the same database always answers the same way.
     """
-    return store._answer(plan_search(store, namespace, query, tags=tags,
-                                     memory_type=memory_type, limit=limit, now=now))
+    check_text("query", query, max_bytes=store.config.max_value_bytes)
+    _check_limit(limit)
+    rows = _candidates(store, namespace, tags, memory_type)
+    moment = store.database.clock() if now is None else now
+    similarities = _similarities(store, query, rows)
+    weight_sim, weight_strength = RANK_WEIGHTS
+    scored = []
+    for row, similarity in zip(rows, similarities, strict=True):
+        if similarity <= 0.0:
+            continue
+        power = _strength_of(row, moment)
+        scored.append(_scored(row, power, similarity,
+                              weight_sim * similarity + weight_strength * power))
+    return _best(namespace, scored, limit)
 
 
 def recall(
@@ -162,69 +169,16 @@ def recall(
     now: float | None = None,
 ) -> list[Hit]:
     """The strongest active memories of a namespace, or of one entity, strongest first."""
-    return store._answer(plan_recall(store, namespace, entity_id=entity_id, tags=tags,
-                                     memory_type=memory_type, limit=limit, now=now))
-
-
-def plan_search(
-    store: ReferenceStore,
-    namespace: str,
-    query: str,
-    *,
-    tags: Iterable[str] = (),
-    memory_type: str | None = None,
-    limit: int = 10,
-    now: float | None = None,
-) -> Plan[list[Hit]]:
-    """:func:`search` as a plan; its input is checked here, before anything is sent."""
-    check_text("query", query, max_bytes=store.config.max_value_bytes)
-    _check_limit(limit)
-    statement, params, wanted = _candidates(store, namespace, tags, memory_type)
-
-    def finish(fetched: Sequence[_Row]) -> list[Hit]:
-        rows = _tagged(fetched, wanted)
-        moment = store._clock() if now is None else now
-        similarities = _similarities(store, query, rows)
-        weight_sim, weight_strength = RANK_WEIGHTS
-        scored = []
-        for row, similarity in zip(rows, similarities, strict=True):
-            if similarity <= 0.0:
-                continue
-            power = _strength_of(row, moment)
-            scored.append(_scored(row, power, similarity,
-                                  weight_sim * similarity + weight_strength * power))
-        return _best(namespace, scored, limit)
-
-    return Plan(statement, params, finish)
-
-
-def plan_recall(
-    store: ReferenceStore,
-    namespace: str,
-    *,
-    entity_id: str | None = None,
-    tags: Iterable[str] = (),
-    memory_type: str | None = None,
-    limit: int = 10,
-    now: float | None = None,
-) -> Plan[list[Hit]]:
-    """:func:`recall` as a plan; its input is checked here, before anything is sent."""
     if entity_id is not None:
         check_text("entity_id", entity_id)
     _check_limit(limit)
-    statement, params, wanted = _candidates(store, namespace, tags, memory_type,
-                                            entity_id=entity_id)
-
-    def finish(fetched: Sequence[_Row]) -> list[Hit]:
-        rows = _tagged(fetched, wanted)
-        moment = store._clock() if now is None else now
-        scored = []
-        for row in rows:
-            power = _strength_of(row, moment)
-            scored.append(_scored(row, power, None, power))
-        return _best(namespace, scored, limit)
-
-    return Plan(statement, params, finish)
+    rows = _candidates(store, namespace, tags, memory_type, entity_id=entity_id)
+    moment = store.database.clock() if now is None else now
+    scored = []
+    for row in rows:
+        power = _strength_of(row, moment)
+        scored.append(_scored(row, power, None, power))
+    return _best(namespace, scored, limit)
 
 
 def touch(store: ReferenceStore, namespace: str, entity_id: str, attribute: str) -> int:
@@ -239,22 +193,29 @@ def touch(store: ReferenceStore, namespace: str, entity_id: str, attribute: str)
     lose an increment. Touching changes no fact, so it allocates no version and does
     not enter the operation log.
     """
-    return store._answer(plan_touch(store, namespace, entity_id, attribute))
-
-
-def plan_touch(store: ReferenceStore, namespace: str, entity_id: str,
-               attribute: str) -> Plan[int]:
-    """:func:`touch` as a plan; its input is checked, and the time of use read, here."""
     check_namespace(namespace)
     check_text("entity_id", entity_id)
     check_text("attribute", attribute)
-    params = {"p_namespace": namespace, "p_entity_id": entity_id,
-              "p_attr_key": store.normalizer.attribute_key(attribute), "p_now": store._clock()}
-    return Plan(store._sql.touch, params, _access_count, writes=True)
+    params = {"b_namespace": namespace, "b_entity_id": entity_id,
+              "b_attr_key": store.normalizer.attribute_key(attribute),
+              "b_now": store.database.clock()}
+
+    def attempt() -> int:
+        with store.database.write() as conn:
+            count = conn.execute(_TOUCH, params).scalar()
+        return 0 if count is None else int(count)
+
+    return store.database.retrying(attempt)
 
 
-def _access_count(rows: Sequence[_Row]) -> int:
-    return int(rows[0][0]) if rows else 0
+_TOUCH = (
+    update(memories)
+    .where(memories.c.namespace == bindparam("b_namespace"),
+           memories.c.entity_id == bindparam("b_entity_id"),
+           memories.c.attr_key == bindparam("b_attr_key"), ACTIVE)
+    .values(access_count=memories.c.access_count + 1, last_accessed_at=bindparam("b_now"))
+    .returning(memories.c.access_count)
+)
 
 
 def _check_limit(limit: object) -> None:
@@ -262,7 +223,22 @@ def _check_limit(limit: object) -> None:
         raise InvalidArgument(f"limit={limit!r} must be an int >= 1.")
 
 
-# A candidate row, in the order of statements.CANDIDATE_COLUMNS.
+CANDIDATE_COLUMNS = (
+    memories.c.entity_id, memories.c.attribute, memories.c.attr_key, memories.c.value,
+    memories.c.value_key, memories.c.causal_seq, memories.c.version, memories.c.memory_type,
+    memories.c.tags, memories.c.trust, memories.c.instruction_like, memories.c.access_count,
+    memories.c.score, memories.c.half_life_seconds, memories.c.updated_at,
+    memories.c.last_accessed_at,
+)
+"""What search and recall read of each active memory, in the order of their rows."""
+
+SQL_TAGS = 4
+"""The most tags a candidate query narrows by in SQL; any further ones, like every one,
+are checked exactly on the rows in Python. Bounding it bounds the statement shapes."""
+
+TAG_ESCAPE = "/"
+
+# A candidate row, in the order of CANDIDATE_COLUMNS.
 _Row = tuple[Any, ...]
 (_ENTITY_ID, _ATTRIBUTE, _ATTR_KEY, _VALUE, _VALUE_KEY, _CAUSAL_SEQ, _VERSION, _MEMORY_TYPE,
  _TAGS, _TRUST, _INSTRUCTION_LIKE, _ACCESS_COUNT, _SCORE, _HALF_LIFE, _UPDATED_AT,
@@ -276,9 +252,8 @@ def _candidates(
     memory_type: str | None,
     *,
     entity_id: str | None = None,
-) -> tuple[Prepared, dict[str, Any], tuple[str, ...]]:
-    """The statement and parameters fetching active rows that pass the prefilter, and
-    the tags :func:`_tagged` must then find on each row.
+) -> Sequence[_Row]:
+    """The active rows that pass the prefilter and carry every one of ``tags``.
 
     SQL narrows tags with ``LIKE '%"tag"%'`` on the JSON text (metacharacters
     escaped), which can over-match, e.g. SQLite's LIKE ignores ASCII case, so the
@@ -295,18 +270,33 @@ def _candidates(
         check_text("tags", tag, max_bytes=MAX_TAG_BYTES)
     if memory_type is not None:
         check_memory_type(memory_type)
-    statement = store._sql.candidates.get(entity=entity_id is not None,
-                                          memory_type=memory_type is not None,
-                                          tags=len(wanted))
-    params: dict[str, Any] = {"p_namespace": namespace}
+    # Ordered as the partial index of active rows is, so SQLite reads them through it:
+    # without statistics, another index on the namespace looks as good, and which one
+    # it takes would depend on the order the schema created them in.
+    query: Select[Any] = (select(*CANDIDATE_COLUMNS)
+                          .where(memories.c.namespace == namespace, ACTIVE)
+                          .order_by(memories.c.entity_id, memories.c.attr_key))
     if entity_id is not None:
-        params["p_entity_id"] = entity_id
+        query = query.where(memories.c.entity_id == entity_id)
     if memory_type is not None:
-        params["p_memory_type"] = memory_type
-    for n, tag in enumerate(wanted):
-        if n < SQL_TAGS:
-            params[f"p_tag{n}"] = tag_pattern(json.dumps(tag, ensure_ascii=False))
-    return statement, params, wanted
+        query = query.where(memories.c.memory_type == memory_type)
+    for tag in wanted[:SQL_TAGS]:
+        query = query.where(memories.c.tags.like(
+            tag_pattern(json.dumps(tag, ensure_ascii=False)), escape=TAG_ESCAPE))
+    with store.database.read() as conn:
+        rows = [tuple(row) for row in conn.execute(query)]
+    return _tagged(rows, wanted)
+
+
+def tag_pattern(encoded: str) -> str:
+    """``LIKE`` pattern for a tag's JSON text anywhere in the list, metacharacters escaped.
+
+    It can still over-match (SQLite's ``LIKE`` ignores ASCII case), which is why the
+    caller checks the decoded list exactly.
+    """
+    escaped = (encoded.replace(TAG_ESCAPE, TAG_ESCAPE * 2).replace("%", TAG_ESCAPE + "%")
+               .replace("_", TAG_ESCAPE + "_"))
+    return f"%{escaped}%"
 
 
 def _tagged(rows: Sequence[_Row], wanted: tuple[str, ...]) -> Sequence[_Row]:

@@ -19,10 +19,12 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    literal_column,
     text,
 )
 
 __all__ = [
+    "ACTIVE",
     "MEMORY_STATUSES",
     "MEMORY_TYPES",
     "entities",
@@ -115,3 +117,7 @@ operations = Table(
     Column("reason", Text, nullable=True),
     Column("created_at", Float, nullable=False),
 )
+
+ACTIVE = memories.c.status == literal_column("'active'")
+"""The condition of an active row, as a literal rather than a bound parameter: the
+partial index ``memories_one_active`` only applies when the planner can see the value."""

@@ -93,9 +93,9 @@ def _text(name: str, value: Any) -> str:
     return str(value)
 
 
-def _optional_text(name: str, value: Any) -> str | None:
-    check_text(name, value, optional=True)
-    return None if value is None else str(value)
+def _or_none(check: Check) -> Check:
+    """``check``, letting null through: the column has no value."""
+    return lambda name, value: None if value is None else check(name, value)
 
 
 def _value(name: str, value: Any) -> str:
@@ -123,19 +123,11 @@ def _seq(name: str, value: Any) -> int:
     return int(value)
 
 
-def _optional_seq(name: str, value: Any) -> int | None:
-    return None if value is None else _seq(name, value)
-
-
 def _version(name: str, value: Any) -> int:
     number = _seq(name, value)
     if number < 1:
         raise InvalidInput(name, value, "is below 1", "Versions start at 1.")
     return number
-
-
-def _optional_version(name: str, value: Any) -> int | None:
-    return None if value is None else _version(name, value)
 
 
 def _bool(name: str, value: Any) -> bool:
@@ -155,10 +147,6 @@ def _time(name: str, value: Any) -> float:
     if not math.isfinite(number):
         raise InvalidInput(name, value, "is not finite", "Pass seconds since the epoch.")
     return number
-
-
-def _optional_time(name: str, value: Any) -> float | None:
-    return None if value is None else _time(name, value)
 
 
 def _score(name: str, value: Any) -> float:
@@ -228,27 +216,27 @@ def _same(**checks: Check) -> dict[str, tuple[str, Check]]:
 KINDS: Mapping[str, _Kind] = {
     "entity": _Kind(entities, _same(
         namespace=_namespace, entity_id=_text, next_version=_version, deleted=_bool,
-        delete_seq=_optional_seq, restore_seq=_optional_seq,
+        delete_seq=_or_none(_seq), restore_seq=_or_none(_seq),
     ), ("namespace", "entity_id")),
     "memory": _Kind(memories, _same(
         namespace=_namespace, entity_id=_text, attribute=_text, attr_key=_derived_text,
         value=_value, value_key=_derived_text, version=_version, causal_seq=_seq,
-        op_id=_text, source=_optional_text, trust=_one_of(get_args(TrustLevel)),
+        op_id=_text, source=_or_none(_text), trust=_one_of(get_args(TrustLevel)),
         memory_type=_memory_type, instruction_like=_bool, tags=_tags, score=_score,
         half_life_seconds=_half_life, access_count=_count, created_at=_time,
-        updated_at=_time, last_accessed_at=_optional_time,
-        status=_one_of(MEMORY_STATUSES), superseded_by=_optional_version,
+        updated_at=_time, last_accessed_at=_or_none(_time),
+        status=_one_of(MEMORY_STATUSES), superseded_by=_or_none(_version),
     ), ("namespace", "entity_id", "version", "id")),
     "tombstone": _Kind(tombstones, _same(
         namespace=_namespace, entity_id=_text, version=_version, causal_seq=_seq,
-        op_id=_text, reason=_optional_text, created_at=_time, restored_at=_optional_time,
-        restore_seq=_optional_seq, restore_op_id=_optional_text,
+        op_id=_text, reason=_or_none(_text), created_at=_time, restored_at=_or_none(_time),
+        restore_seq=_or_none(_seq), restore_op_id=_or_none(_text),
     ), ("namespace", "entity_id", "version", "id")),
     "operation": _Kind(operations, {
         **_same(namespace=_namespace, op_id=_text),
         "op_kind": ("kind", _one_of(("write", "delete", "restore"))),
-        **_same(entity_id=_text, applied=_bool, version=_optional_version,
-                reason=_optional_text, created_at=_time),
+        **_same(entity_id=_text, applied=_bool, version=_or_none(_version),
+                reason=_or_none(_text), created_at=_time),
     }, ("namespace", "op_id")),
 }
 """Every table that travels, in export order; ``id`` columns are left out on purpose."""
@@ -266,7 +254,7 @@ def export_jsonl(store: ReferenceStore, out: TextIO, *, namespace: str | None = 
     if namespace is not None:
         check_namespace(namespace)
     written = 0
-    with store._connect() as conn:
+    with store.database.read() as conn:
         if conn.dialect.name == "postgresql":
             conn.execute(text("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY"))
         for kind, spec in KINDS.items():
@@ -341,10 +329,10 @@ def import_jsonl(store: ReferenceStore, lines: Iterable[str | bytes]) -> ImportR
             rejected.append(Rejection(number, reason.field, reason.message))
 
     def attempt() -> list[Rejection]:
-        with store._transaction() as conn:
+        with store.database.write() as conn:
             return _apply(conn, parsed)
 
-    late = store._retrying(attempt) if parsed else []
+    late = store.database.retrying(attempt) if parsed else []
     everything = sorted([*rejected, *late], key=lambda rejection: rejection.line)
     return ImportReport(len(parsed) - len(late), tuple(everything))
 

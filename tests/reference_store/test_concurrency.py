@@ -9,6 +9,7 @@ must be the one the model makes, and the final state must be the model's.
 
 from __future__ import annotations
 
+import itertools
 import multiprocessing
 import queue
 import random
@@ -135,3 +136,33 @@ def test_4_processes_with_threads_on_the_same_keys(db_url):
         assert proc.exitcode == 0
     assert len(log) == 4 * 4 * 40
     verify(db_url, log)
+
+
+def test_one_handle_shared_by_16_threads_keeps_every_invariant(db_url: str) -> None:
+    seqs, seq_lock = itertools.count(1), threading.Lock()
+    logs: list[list[tuple]] = [[] for _ in range(16)]
+    errors: list[BaseException] = []
+
+    with ReferenceStore(db_url) as store:
+        calls = {Write: store.write, Delete: store.delete, Restore: store.restore}
+
+        def work(k: int) -> None:
+            rng = random.Random(k)
+            try:
+                for i in range(40):
+                    with seq_lock:
+                        seq = next(seqs)
+                    op = _op(rng, seq, f"t{k}-{i}")
+                    ack = calls[type(op)](op)
+                    assert calls[type(op)](op) == ack, f"a replay of {op} changed its outcome"
+                    logs[k].append((op, ack, store.read("ns", op.entity_id)))
+            except BaseException as error:  # reported by the main thread
+                errors.append(error)
+
+        threads = [threading.Thread(target=work, args=(k,)) for k in range(16)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    assert errors == []
+    verify(db_url, [entry for log in logs for entry in log])

@@ -2,11 +2,11 @@
 
 ``retrieval_pinned.json`` holds every field of every hit (ranks as exact floats) of the
 queries below, recorded before search, recall and touch moved from SQLAlchemy Core
-statements to prepared statements on the driver's cursor (docs/performance.md, "HTTP
-service"). Any change of ranking, of tie order, of a float's last bit, or of which
-memories are candidates fails here. If an answer is meant to change, regenerate the
-file with ``python -m tests.reference_store.test_retrieval_pinned > PATH`` and say why
-in the commit.
+statements to prepared statements on the driver's cursor, and still answered the same
+once they moved back to SQLAlchemy Core (issue 17). Any change of ranking, of tie
+order, of a float's last bit, or of which memories are candidates fails here. If an
+answer is meant to change, regenerate the file with ``python -m
+tests.reference_store.test_retrieval_pinned > PATH`` and say why in the commit.
 """
 
 from __future__ import annotations

@@ -1,0 +1,110 @@
+"""The store's database: its engine, its transactions, its retries and its clock.
+
+This is the small public interface the store's modules share (``store``, ``retrieval``,
+``lifecycle``, ``transfer``), so none of them needs another's private names. A write
+transaction holds the database write lock on SQLite from its start (``BEGIN
+IMMEDIATE``, see :mod:`reference_store.engine`); on PostgreSQL the write path takes the
+entity's row lock itself. Transient failures (lock contention, serialization failures,
+unique-index races) are retried whole with bounded jittered backoff.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
+from typing import TYPE_CHECKING, TypeVar
+
+from sqlalchemy import Connection, Engine, text
+from sqlalchemy.engine import URL
+from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
+
+from .config import StoreConfig
+from .engine import IMMEDIATE, is_memory_url, make_engine
+from .schema import metadata
+
+if TYPE_CHECKING:
+    from .metrics import StoreMetrics
+
+__all__ = ["Database", "transient"]
+
+T = TypeVar("T")
+
+_TRANSIENT_SQLSTATES = frozenset({"40001", "40P01", "55P03", "23505"})
+_SCHEMA_LOCK = 726710001
+"""The advisory lock that serializes schema creation across processes on PostgreSQL."""
+
+
+class Database:
+    """One store handle's engine, with the transactions and retries its calls run in.
+
+    ``engine`` is created from ``url`` unless given (and then not disposed by
+    :meth:`close`). ``clock`` is what every operation stamps its rows with; tests pass
+    a fake one.
+    """
+
+    def __init__(self, url: URL, config: StoreConfig, *, engine: Engine | None = None,
+                 clock: Callable[[], float] = time.time,
+                 metrics: StoreMetrics | None = None) -> None:
+        self.config = config
+        self.clock = clock
+        self.metrics = metrics
+        self.owns_engine = engine is None
+        self.engine = make_engine(url, config) if engine is None else engine
+        self.dialect = self.engine.dialect.name
+        self.writer = self.engine.execution_options(**{IMMEDIATE: True})
+        # A private in-memory database is one connection, shared: one thread at a time.
+        self.serial = threading.RLock() if is_memory_url(url) else None
+        self.jitter = random.Random()
+        self.retrying(self.create_schema)
+
+    @contextmanager
+    def write(self) -> Iterator[Connection]:
+        """A write transaction: committed when the block ends, rolled back if it raises."""
+        with self.serial or nullcontext(), self.writer.connect() as conn, conn.begin():
+            yield conn
+
+    @contextmanager
+    def read(self) -> Iterator[Connection]:
+        """A read-only transaction: one snapshot on SQLite; on PostgreSQL (READ
+        COMMITTED) one per statement unless the caller raises the isolation level."""
+        with self.serial or nullcontext(), self.engine.connect() as conn, conn.begin():
+            yield conn
+
+    def retrying(self, attempt: Callable[[], T]) -> T:
+        """Run ``attempt`` again after a transient failure, with bounded jittered backoff."""
+        for tries in range(self.config.max_retries + 1):
+            try:
+                return attempt()
+            except DBAPIError as error:
+                if tries == self.config.max_retries or not transient(error):
+                    raise
+                if self.metrics is not None:
+                    self.metrics.retried()
+                time.sleep(min(0.1, 0.002 * 2**tries) * self.jitter.random())
+        raise AssertionError("unreachable")
+
+    def create_schema(self) -> None:
+        """Create the tables once, even when many processes open the store at once."""
+        with self.write() as conn:
+            if self.dialect == "postgresql":
+                conn.execute(text(f"SELECT pg_advisory_xact_lock({_SCHEMA_LOCK})"))
+            metadata.create_all(conn)
+
+    def close(self) -> None:
+        if self.owns_engine:
+            self.engine.dispose()
+
+
+def transient(error: DBAPIError) -> bool:
+    """Lock, serialization and unique-index races, which a fresh attempt resolves."""
+    if isinstance(error, OperationalError) and error.orig is not None:
+        message = str(error.orig).lower()
+        if "locked" in message or "busy" in message:
+            return True
+    sqlstate = getattr(error.orig, "sqlstate", None)
+    return sqlstate in _TRANSIENT_SQLSTATES or (
+        isinstance(error, IntegrityError) and "unique" in str(error.orig).lower()
+    )
