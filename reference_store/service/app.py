@@ -21,7 +21,7 @@ from .guard import BearerGuard
 from .metrics import Instrumented, ServiceMetrics
 from .openapi import openapi_document
 from .options import ServiceOptions
-from .pool import HandlePool
+from .pool import StorePool
 from .routes import Handler, Routes, guarded
 from .wire import Answer
 
@@ -33,7 +33,7 @@ PUBLIC_PATHS = ("/healthz", "/openapi.json")
 _CODES = {404: "not_found", 405: "method_not_allowed"}
 
 
-def build_app(pool: HandlePool, options: ServiceOptions, metrics: ServiceMetrics) -> ASGIApp:
+def build_app(pool: StorePool, options: ServiceOptions, metrics: ServiceMetrics) -> ASGIApp:
     """The service as an ASGI app over ``pool``; it never opens or closes the pool itself."""
     routes = Routes(pool, options, metrics, openapi_document())
     table = routes.table()
@@ -55,8 +55,8 @@ class Dispatch:
 
     Starlette's router tries each route's pattern in turn and wraps each call in two
     exception middlewares that the handlers, which answer every exception themselves
-    (:func:`~reference_store.service.routes.guarded`), never need: about 9 µs of a
-    read's 66 on the event loop.
+    (:func:`~reference_store.service.routes.guarded`), never need; that work is on the
+    event loop, which every request shares.
     """
 
     def __init__(self, handlers: list[tuple[str, str, Handler]], router: ASGIApp) -> None:

@@ -23,9 +23,9 @@ DEFAULT_PORT = 8765
 DEFAULT_HANDLES = {"sqlite": 2, "postgresql": 8}
 """Handles when none are asked for, by database. SQLite takes one writer at a time, and
 writers beyond the second only wait in its busy handler, which sleeps in steps of up to
-100 ms: with 8 handles the write-heavy mix's p99 was 63–84 ms, with 2 it was 33–40, at
-10–15 % less CPU per request (docs/performance.md, "HTTP service"). PostgreSQL writers
-wait on row locks of their own entity, so more of them overlap."""
+100 ms, so more handles lengthen the tail of a write-heavy load without serving it
+faster (docs/performance.md, "HTTP service"). PostgreSQL writers wait on row locks of
+their own entity, so more of them overlap."""
 MAX_BODY_BYTES = 1024 * 1024
 MAX_IMPORT_BYTES = 64 * 1024 * 1024
 

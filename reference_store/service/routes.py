@@ -1,9 +1,8 @@
 """The handlers: read a body, let the store decide, answer in JSON.
 
-The store works in a worker thread, except where the pool answers from the event loop
-(``pool.py``): the calls of one statement (read, search, recall, touch) where the
-database allows, and on PostgreSQL a write's guarded statements and a delete's or a
-restore's transaction.
+Each route's store work is one call of the store's public API, run in a worker thread
+with a handle lent by the pool (``pool.py``), so the event loop never waits on the
+database.
 
 Each handler refuses bad input before the store opens a transaction (the store's own
 checks run first thing inside the call, and raise before any write), so a 4xx always
@@ -25,14 +24,13 @@ from starlette.responses import Response, StreamingResponse
 
 from invariants.errors import InvalidArgument, InvalidInput
 
-from ..retrieval import plan_recall, plan_search, plan_touch
-from ..store import ReferenceStore
+from .. import ReferenceStore
 from ..validation import check_namespace
 from . import wire
 from .errors import Refusal, field_error, invalid_input, refusal_body, shown_name
 from .metrics import ServiceMetrics
 from .options import ServiceOptions
-from .pool import HandlePool
+from .pool import StorePool
 
 __all__ = ["HEALTH_PROBE", "Handler", "Routes", "error_response", "guarded"]
 
@@ -49,7 +47,7 @@ _CHUNK = 64 * 1024
 class Routes:
     """Every route's handler, sharing one pool of store handles."""
 
-    def __init__(self, pool: HandlePool, options: ServiceOptions, metrics: ServiceMetrics,
+    def __init__(self, pool: StorePool, options: ServiceOptions, metrics: ServiceMetrics,
                  openapi: dict[str, Any]) -> None:
         self.pool = pool
         self.options = options
@@ -79,22 +77,22 @@ class Routes:
 
     async def write(self, request: Request) -> Response:
         op, options = wire.parse_write(await self._body(request, "write"))
-        ack = await self.pool.remember(op, options)
+        ack = await self.pool.run(lambda store: store.remember(op, options))
         return wire.Answer(wire.ack_body(ack))
 
     async def delete(self, request: Request) -> Response:
         op = wire.parse_delete(await self._body(request, "delete"))
-        ack = await self.pool.change(op)
+        ack = await self.pool.run(lambda store: store.delete(op))
         return wire.Answer(wire.ack_body(ack))
 
     async def restore(self, request: Request) -> Response:
         op = wire.parse_restore(await self._body(request, "restore"))
-        ack = await self.pool.change(op)
+        ack = await self.pool.run(lambda store: store.restore(op))
         return wire.Answer(wire.ack_body(ack))
 
     async def read(self, request: Request) -> Response:
         namespace, entity_id = wire.parse_read(await self._body(request, "read"))
-        records = await self.pool.read(namespace, entity_id)
+        records = await self.pool.run(lambda store: store.read(namespace, entity_id))
         return wire.Answer({"records": [wire.record_body(r) for r in records]})
 
     async def reset(self, request: Request) -> Response:
@@ -108,24 +106,23 @@ class Routes:
         body = await self._body(request, "search")
         listing = wire.parse_listing(body)
         query = body["query"]
-        hits = await self.pool.answer(lambda store: plan_search(
-            store, listing.namespace, query, tags=listing.tags,
-            memory_type=listing.memory_type, limit=listing.limit))
+        hits = await self.pool.run(lambda store: store.search(
+            listing.namespace, query, tags=listing.tags, memory_type=listing.memory_type,
+            limit=listing.limit))
         return wire.Answer({"hits": [wire.hit_body(hit) for hit in hits]})
 
     async def recall(self, request: Request) -> Response:
         body = await self._body(request, "recall")
         listing = wire.parse_listing(body)
         entity_id = body.get("entity_id")
-        hits = await self.pool.answer(lambda store: plan_recall(
-            store, listing.namespace, entity_id=entity_id, tags=listing.tags,
+        hits = await self.pool.run(lambda store: store.recall(
+            listing.namespace, entity_id=entity_id, tags=listing.tags,
             memory_type=listing.memory_type, limit=listing.limit))
         return wire.Answer({"hits": [wire.hit_body(hit) for hit in hits]})
 
     async def touch(self, request: Request) -> Response:
         namespace, entity_id, attribute = wire.parse_touch(await self._body(request, "touch"))
-        count = await self.pool.answer(
-            lambda store: plan_touch(store, namespace, entity_id, attribute))
+        count = await self.pool.run(lambda store: store.touch(namespace, entity_id, attribute))
         return wire.Answer({"access_count": count})
 
     async def forget(self, request: Request) -> Response:

@@ -22,12 +22,12 @@ from prometheus_client import CollectorRegistry
 
 from invariants.errors import InvalidArgument
 
-from ..engine import default_db_url, is_memory_url, normalize_url
-from ..store import ReferenceStore
+from .. import ReferenceStore
+from ..engine import default_db_url, normalize_url
 from .app import build_app
 from .metrics import ServiceMetrics
 from .options import ServiceOptions
-from .pool import HandlePool
+from .pool import StorePool
 
 __all__ = ["EVENT_LOOP", "GRACE_S", "KEEP_ALIVE_S", "serve", "url_of"]
 
@@ -38,9 +38,8 @@ KEEP_ALIVE_S = 30
 """How long an idle client connection stays open; the protocol asks for at least 5 s."""
 
 EVENT_LOOP = "uvloop" if importlib.util.find_spec("uvloop") else "asyncio"
-"""uvloop wherever it installs (a dependency everywhere but Windows). Nearly every request
-is answered on the loop, and PostgreSQL's asynchronous connections wait on it once per
-round trip: asyncio's own loop cost a served read-heavy mix about a sixth of its CPU
+"""uvloop wherever it installs. Every request is parsed, handed to a worker thread and
+answered on the loop, and uvloop does the loop's part with less CPU than asyncio's own
 (docs/performance.md, "HTTP service")."""
 
 
@@ -49,12 +48,8 @@ def serve(options: ServiceOptions, *, announce: Callable[[str, str], None]) -> N
     db = options.db_url or default_db_url()
     url = normalize_url(db)
     registry = CollectorRegistry()
-    memory = is_memory_url(url)
-    # One in-memory database lives in one connection: its single handle never moves to
-    # the event loop, which would need a second one.
-    pool = HandlePool(lambda: ReferenceStore(url, metrics=metrics.store),
-                      options.handles_for(url),
-                      in_process=url.get_backend_name() == "sqlite" and not memory)
+    pool = StorePool(lambda: ReferenceStore(url, metrics=metrics.store),
+                     options.handles_for(url))
     metrics = ServiceMetrics(registry, handles=lambda: pool.opened)
     try:
         pool.warm()

@@ -19,9 +19,7 @@ from starlette.responses import JSONResponse
 
 from invariants.backend import Ack, Delete, Record, Restore, Write
 
-from ..retrieval import Hit
-from ..store import WriteOptions
-from ..transfer import ImportReport
+from .. import Hit, ImportReport, WriteOptions
 from ..validation import check_namespace, check_text
 from .errors import Refusal, field_error, shown_name
 
@@ -203,7 +201,7 @@ the bytes are decoded as ``json.loads`` decodes them."""
 
 class Answer(JSONResponse):
     """A JSON response, the very bytes of Starlette's, from one shared encoder instead of
-    one built per response: a measurable part of answering a read on the event loop."""
+    one built per response, on the event loop that every request shares."""
 
     def render(self, content: Any) -> bytes:
         return _ENCODER.encode(content).encode("utf-8")

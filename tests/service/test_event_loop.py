@@ -1,8 +1,9 @@
 """``memcert serve`` answers on uvloop (the suite runs on Linux, where it installs).
 
-Nearly every request is answered on the event loop, so which loop it is decides much of
-what a request costs (docs/performance.md, "HTTP service"). Dropping the dependency, or
-the setting, would leave the service correct and a sixth slower; this notices.
+Every request is parsed, handed to a worker thread and answered on the event loop, so
+which loop it is decides part of what a request costs (docs/performance.md, "HTTP
+service"). Dropping the dependency, or the setting, would leave the service correct and
+slower; this notices.
 """
 
 from __future__ import annotations
