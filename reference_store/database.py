@@ -2,9 +2,9 @@
 
 This is the small public interface the store's modules share (``store``, ``retrieval``,
 ``lifecycle``, ``transfer``), so none of them needs another's private names. A write
-transaction holds the database write lock on SQLite from its start (``BEGIN
-IMMEDIATE``, see :mod:`reference_store.engine`); on PostgreSQL the write path takes the
-entity's row lock itself. Transient failures (lock contention, serialization failures,
+transaction holds the database write lock on SQLite from its start (it says ``BEGIN
+IMMEDIATE`` itself, see :mod:`reference_store.engine`); on PostgreSQL the write path
+takes the entity's row lock itself. Transient failures (lock contention, serialization failures,
 unique-index races) are retried whole with bounded jittered backoff.
 """
 
@@ -22,7 +22,7 @@ from sqlalchemy.engine import URL
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 
 from .config import StoreConfig
-from .engine import IMMEDIATE, is_memory_url, make_engine
+from .engine import is_memory_url, make_engine
 from .schema import metadata
 
 if TYPE_CHECKING:
@@ -54,7 +54,9 @@ class Database:
         self.owns_engine = engine is None
         self.engine = make_engine(url, config) if engine is None else engine
         self.dialect = self.engine.dialect.name
-        self.writer = self.engine.execution_options(**{IMMEDIATE: True})
+        # SQLite's driver opens no transaction of its own (engine.py): each says how.
+        self.begin_write, self.begin_read = (
+            ("BEGIN IMMEDIATE", "BEGIN") if self.dialect == "sqlite" else (None, None))
         # A private in-memory database is one connection, shared: one thread at a time.
         self.serial = threading.RLock() if is_memory_url(url) else None
         self.jitter = random.Random()
@@ -63,7 +65,9 @@ class Database:
     @contextmanager
     def write(self) -> Iterator[Connection]:
         """A write transaction: committed when the block ends, rolled back if it raises."""
-        with self.serial or nullcontext(), self.writer.connect() as conn, conn.begin():
+        with self.serial or nullcontext(), self.engine.connect() as conn, conn.begin():
+            if self.begin_write is not None:
+                conn.exec_driver_sql(self.begin_write)
             yield conn
 
     @contextmanager
@@ -71,6 +75,8 @@ class Database:
         """A read-only transaction: one snapshot on SQLite; on PostgreSQL (READ
         COMMITTED) one per statement unless the caller raises the isolation level."""
         with self.serial or nullcontext(), self.engine.connect() as conn, conn.begin():
+            if self.begin_read is not None:
+                conn.exec_driver_sql(self.begin_read)
             yield conn
 
     def retrying(self, attempt: Callable[[], T]) -> T:

@@ -1,9 +1,10 @@
 """Engines for the two databases the reference store runs on, behind one code path.
 
-SQLite and PostgreSQL differ in how they take write locks, so this module is the one
-place that knows: SQLite write transactions start with ``BEGIN IMMEDIATE`` (taking the
-database write lock up front, so two writers never deadlock upgrading a read lock),
-and PostgreSQL relies on row locks taken by the write path itself.
+SQLite and PostgreSQL differ in how they take write locks. Python's sqlite3 is told
+here never to open a transaction on its own (its implicit ``BEGIN`` is deferred, which
+lets two writers deadlock upgrading their read locks), so the store's transactions say
+``BEGIN IMMEDIATE`` themselves (:meth:`reference_store.database.Database.write`), taking
+the database write lock up front. PostgreSQL relies on row locks taken by the write path.
 """
 
 from __future__ import annotations
@@ -22,16 +23,11 @@ from invariants.errors import InvalidArgument
 from .config import DB_URL_ENV, StoreConfig, env_db_url
 
 __all__ = [
-    "IMMEDIATE",
     "default_db_url",
     "is_memory_url",
     "make_engine",
     "normalize_url",
 ]
-
-IMMEDIATE = "memcert_immediate"
-"""Execution option that makes a SQLite transaction take the write lock at BEGIN."""
-
 
 def normalize_url(target: str) -> URL:
     """Turn what a user may type (a path, ``:memory:``, a libpq URL) into a driver URL."""
@@ -97,7 +93,7 @@ def _sqlite_engine(url: URL, config: StoreConfig) -> Engine:
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
-        # The driver's own implicit transactions would defeat BEGIN IMMEDIATE.
+        # The driver's own implicit (deferred) transactions would defeat BEGIN IMMEDIATE.
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
         if not memory:
@@ -105,10 +101,5 @@ def _sqlite_engine(url: URL, config: StoreConfig) -> Engine:
         cursor.execute(f"PRAGMA synchronous={config.synchronous}")
         cursor.execute(f"PRAGMA busy_timeout={int(config.busy_timeout_ms)}")
         cursor.close()
-
-    @event.listens_for(engine, "begin")
-    def _on_begin(conn: Any) -> None:
-        immediate = conn.get_execution_options().get(IMMEDIATE, False)
-        conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
     return engine
