@@ -54,9 +54,8 @@ class Database:
         self.owns_engine = engine is None
         self.engine = make_engine(url, config) if engine is None else engine
         self.dialect = self.engine.dialect.name
-        # SQLite's driver opens no transaction of its own (engine.py): each says how.
-        self.begin_write, self.begin_read = (
-            ("BEGIN IMMEDIATE", "BEGIN") if self.dialect == "sqlite" else (None, None))
+        # SQLite's driver opens no transaction of its own (engine.py): each says BEGIN.
+        self.says_begin = self.dialect == "sqlite"
         # A private in-memory database is one connection, shared: one thread at a time.
         self.serial = threading.RLock() if is_memory_url(url) else None
         self.jitter = random.Random()
@@ -66,8 +65,8 @@ class Database:
     def write(self) -> Iterator[Connection]:
         """A write transaction: committed when the block ends, rolled back if it raises."""
         with self.serial or nullcontext(), self.engine.connect() as conn, conn.begin():
-            if self.begin_write is not None:
-                conn.exec_driver_sql(self.begin_write)
+            if self.says_begin:
+                conn.exec_driver_sql("BEGIN IMMEDIATE")
             yield conn
 
     @contextmanager
@@ -75,8 +74,8 @@ class Database:
         """A read-only transaction: one snapshot on SQLite; on PostgreSQL (READ
         COMMITTED) one per statement unless the caller raises the isolation level."""
         with self.serial or nullcontext(), self.engine.connect() as conn, conn.begin():
-            if self.begin_read is not None:
-                conn.exec_driver_sql(self.begin_read)
+            if self.says_begin:
+                conn.exec_driver_sql("BEGIN")
             yield conn
 
     def retrying(self, attempt: Callable[[], T]) -> T:
