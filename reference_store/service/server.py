@@ -39,8 +39,7 @@ KEEP_ALIVE_S = 30
 
 EVENT_LOOP = "uvloop" if importlib.util.find_spec("uvloop") else "asyncio"
 """uvloop wherever it installs. Every request is parsed, handed to a worker thread and
-answered on the loop, and uvloop does the loop's part with less CPU than asyncio's own
-(docs/performance.md, "HTTP service")."""
+answered on the loop, and uvloop does the loop's part with less CPU than asyncio's own."""
 
 
 def serve(options: ServiceOptions, *, announce: Callable[[str, str], None]) -> None:
