@@ -5,7 +5,6 @@ racing its entity's writes leaves none of them behind."""
 
 from __future__ import annotations
 
-import random
 from collections.abc import Iterator
 
 import anyio
@@ -14,10 +13,10 @@ import pytest
 from invariants.backend import Ack, Delete, Record, Restore, Write
 from reference_store import ReferenceStore, WriteOptions
 from reference_store.service.pool import StorePool
+from tests.reference_store.test_write_races import WRITES, racing_writes
 
 Op = Write | Delete | Restore
 ENTITIES = [f"u{n}" for n in range(24)]
-WRITES = 40
 
 
 @pytest.fixture
@@ -187,18 +186,6 @@ def test_every_rule_answers_as_a_handle_does(db_url: str, pool: StorePool):
         None, None, "already_deleted", "tombstoned", "stale", None, "not_deleted", "stale",
         None]
     assert [r.value for r in reads[0]] == [r.value for r in reads[1]] == ["Lima"]
-
-
-def racing_writes(seed: int) -> list[Write]:
-    """Writes of one key with seqs 1..WRITES in a shuffled order, writes of a second key
-    of that entity, and two writes sent twice (a replay racing its first delivery)."""
-    rng = random.Random(seed)
-    ops = [Write("race", "e", "city", f"city {seq}", seq, f"w{seq}")
-           for seq in range(1, WRITES + 1)]
-    ops += [Write("race", "e", "job", f"job {seq}", seq, f"j{seq}") for seq in range(1, 11)]
-    ops += [ops[7], ops[23]]
-    rng.shuffle(ops)
-    return ops
 
 
 @pytest.mark.parametrize("seed", range(2))
