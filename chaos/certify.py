@@ -49,6 +49,9 @@ __all__ = ["CertifyOptions", "Progress", "Recording", "certify", "check_skip", "
 
 CHECK_RESERVE = 0.15
 """Share of the budget kept for the final reads and for checking the saved history."""
+STATEFUL_SHARE_MAX = round(1 - CHECK_RESERVE - 0.05, 9)
+"""The largest stateful share: the chaos scenarios keep at least a twentieth of the
+budget (rounded, so that the bound is the number a user types)."""
 FLUSH_INTERVAL_S = 0.1
 """``history.jsonl`` is written in groups at most this far apart; a crash of memcert
 itself loses at most that much of the history, a normal end or an error nothing."""
@@ -88,7 +91,7 @@ class CertifyOptions:
                                   "(0 runs every worker as a thread of this process).")
         if not isinstance(self.fail_fast, bool):
             raise InvalidArgument(f"fail_fast={self.fail_fast!r} must be True or False.")
-        if not 0 <= self.stateful_share <= 1 - CHECK_RESERVE - 0.05:
+        if not 0 <= self.stateful_share <= STATEFUL_SHARE_MAX:
             raise InvalidArgument(
                 f"stateful_share={self.stateful_share!r} must be between 0 (no stateful "
                 f"phase) and {1 - CHECK_RESERVE - 0.05:.2f}, so the chaos scenarios keep "

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import traceback
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from invariants.errors import MemcertError
 
-from .cli_parser import UsageError, build_parser, skip_names
+from .cli_parser import UsageError, build_parser, help_hint, skip_names
 from .report import Report, render_table
 
 if TYPE_CHECKING:
@@ -33,25 +34,62 @@ EXIT_USAGE = 2
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
+    except UsageError as error:
+        print(error, file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        _check_out(args)
         if args.command == "serve":
             return _serve(args)
         if args.command == "load":
             return _load(args)
-        report = _dispatch(args)
-    except UsageError as error:
-        print(error, file=sys.stderr)
-        return EXIT_USAGE
-    except MemcertError as error:
-        print(f"memcert: {error}", file=sys.stderr)
+        report, saved = _dispatch(args)
+    except (UsageError, MemcertError) as error:
+        if getattr(args, "debug", False):
+            traceback.print_exception(error, file=sys.stderr)
+        print(error if isinstance(error, UsageError) else f"memcert: {error}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("memcert: interrupted", file=sys.stderr)
         return 130
     print(render_table(report))
+    for line in saved:
+        print(line)
     return report.exit_code
 
 
-def _dispatch(args: argparse.Namespace) -> Report:
+OUT_COMMANDS = ("certify", "nightly", "chaos", "load")
+"""The commands whose ``--out`` names a folder they write."""
+
+
+def _check_out(args: argparse.Namespace) -> None:
+    """Refuse an ``--out`` that is a file or cannot be written, before anything runs, so
+    such a run writes nothing and exits 2 (a usage error), not 1 (a failed backend)."""
+    if args.command not in OUT_COMMANDS or getattr(args, "worker", False):
+        return
+    out = Path(args.out)
+    command = f"memcert {args.command}"
+    fix = f"give a folder, which is created if missing\n{help_hint(command)}"
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"{command}: --out {out} is a file, not a folder; {fix}")
+    existing = out.absolute()
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir():
+        raise UsageError(f"{command}: --out {out} cannot be created, since {existing} is a "
+                         f"file; {fix}")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise UsageError(f"{command}: --out {out} cannot be written: no permission to write "
+                         f"in {existing}; {fix}")
+
+
+def _saved(label: str, path: Path) -> str:
+    """Where a run put its files, as a link a terminal opens."""
+    return f"{label}: {path.resolve().as_uri()}"
+
+
+def _dispatch(args: argparse.Namespace) -> tuple[Report, list[str]]:
+    """The command's report, and the lines that say where it was saved."""
     from .certify import CertifyOptions, certify, replay
 
     _share_token(args)
@@ -60,7 +98,7 @@ def _dispatch(args: argparse.Namespace) -> Report:
         if not (out / "history.jsonl").is_file() or not (out / "results.json").is_file():
             raise UsageError(f"memcert replay: {out} holds no history.jsonl and results.json; "
                              "pass the --out folder of a memcert certify run")
-        return replay(out)
+        return replay(out), []
     progress = None
     if not args.quiet:
         from .progress import TerminalProgress
@@ -68,22 +106,25 @@ def _dispatch(args: argparse.Namespace) -> Report:
         progress = TerminalProgress()
     metrics = _metrics_options(args)
     if args.command == "chaos":
-        return _chaos(args, progress, metrics)
+        return _chaos(args, progress, metrics), [_saved("output", Path(args.out))]
     if args.command == "nightly":
         from .nightly import NightlyOptions, nightly
 
         with _backend(args) as backend:
-            return nightly(backend, NightlyOptions(
+            night = nightly(backend, NightlyOptions(
                 out=Path(args.out), suite=args.suite, budget_s=args.budget, seed=args.seed,
                 level=args.level, workers=args.workers, processes=args.processes,
                 keep=args.keep, stateful_share=args.stateful_share, skip=skip_names(args)),
-                progress=progress, metrics=metrics).report
+                progress=progress, metrics=metrics)
+        return night.report, [_saved("report", night.folder / "report.html"),
+                              _saved("index", night.index)]
     options = CertifyOptions(budget_s=args.budget, seed=args.seed, level=args.level,
                              workers=args.workers, out=Path(args.out), suite=args.suite,
                              processes=args.processes, stateful_share=args.stateful_share,
                              skip=skip_names(args), fail_fast=args.fail_fast)
     with _backend(args) as backend:
-        return certify(backend, options, progress=progress, metrics=metrics)
+        return (certify(backend, options, progress=progress, metrics=metrics),
+                [_saved("output", options.out)])
 
 
 @contextmanager
@@ -186,6 +227,7 @@ def _load(args: argparse.Namespace) -> int:
     for line in describe(result):
         print(line)
     print(render_table(result.report))
+    print(_saved("output", options.out))
     return result.report.exit_code
 
 

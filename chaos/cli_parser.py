@@ -8,30 +8,140 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import math
 import os
-from typing import NoReturn
+import re
+import sys
+from collections.abc import Callable, Sequence
+from importlib import metadata
+from typing import NoReturn, TypeVar
 
 from invariants.levels import CLAIMABLE_LEVELS
 
 from .report import INVARIANTS
 
-__all__ = ["UsageError", "build_parser", "skip_names"]
+__all__ = ["STATEFUL_SHARE_MAX", "UsageError", "build_parser", "help_hint", "looks_like_backend",
+           "skip_names"]
+
+T = TypeVar("T")
 
 
 class UsageError(Exception):
     """The command line is wrong; the CLI prints the message and exits with 2."""
 
 
+def help_hint(prog: str) -> str:
+    """The line under every usage error: the help of the command that was run."""
+    return f"(run '{prog} --help' for usage)"
+
+
 class _Parser(argparse.ArgumentParser):
+    """argparse's parser with memcert's errors: raised as :class:`UsageError` rather than
+    exiting, worded by flag, with "Did you mean ...?" for a mistyped command or option,
+    and the help hint of the subcommand that was run, not the top level's."""
+
+    subcommands: dict[str, _Parser]
+
     def error(self, message: str) -> NoReturn:
-        if "invalid choice" in message:
+        if "invalid choice" in message and getattr(self, "subcommands", None):
             choice = message.split("'")[1] if "'" in message else ""
-            subcommands = [a for a in self._actions if isinstance(a, argparse._SubParsersAction)]
-            names = list(subcommands[0].choices) if subcommands else []
-            close = difflib.get_close_matches(choice, names, n=1)
+            close = difflib.get_close_matches(choice, list(self.subcommands), n=1)
             if close:
                 message += f". Did you mean {close[0]!r}?"
-        raise UsageError(f"{self.prog}: {message}\n(run '{self.prog} --help' for usage)")
+        flagged = _FLAG_ERROR.fullmatch(message)
+        if flagged:
+            message = flagged.group(1)
+        raise UsageError(f"{self.prog}: {message}\n{help_hint(self.prog)}")
+
+    def parse_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
+                   namespace: argparse.Namespace | None = None) -> argparse.Namespace:
+        """As argparse's, except that arguments nobody takes are refused by the
+        subcommand they were given to, which knows its own options."""
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            command = getattr(self, "subcommands", {}).get(getattr(parsed, "command", ""))
+            (command or self).refuse(extras)
+        return parsed
+
+    def refuse(self, extras: Sequence[str]) -> NoReturn:
+        """Refuse arguments this parser does not take, suggesting the nearest option."""
+        message = f"unrecognized arguments: {' '.join(extras)}"
+        flags = [flag for action in self._actions for flag in action.option_strings
+                 if flag.startswith("--")]
+        for extra in extras:
+            if extra.startswith("-"):
+                close = difflib.get_close_matches(extra.partition("=")[0], flags, n=1)
+                if close:
+                    message += f". Did you mean {close[0]}?"
+                    break
+        self.error(message)
+
+
+_FLAG_ERROR = re.compile(r"argument [^:]+: (--\S+ .*)", re.DOTALL)
+"""argparse's "argument --budget: MESSAGE" for a MESSAGE of ours that names the flag
+already (:func:`_checked`): the flag is said once."""
+
+
+def _checked(flag: str, convert: Callable[[str], T], ok: Callable[[T], bool],
+             must: str) -> Callable[[str], T]:
+    """An argparse ``type`` that converts a value and checks it, and says what ``flag``
+    must be when it fails, in the flag's terms rather than an options field's."""
+
+    def check(text: str) -> T:
+        try:
+            value = convert(text)
+        except ValueError:
+            value = None
+        if value is None or not ok(value):
+            raise argparse.ArgumentTypeError(f"{flag} must be {must}, not {text!r}")
+        return value
+
+    return check
+
+
+def _seconds(flag: str) -> Callable[[str], float]:
+    return _checked(flag, float, lambda s: math.isfinite(s) and s > 0,
+                    "a positive number of seconds")
+
+
+def _count(flag: str, least: int) -> Callable[[str], int]:
+    return _checked(flag, int, lambda n: n >= least, f"a whole number >= {least}")
+
+
+def _integer(flag: str) -> Callable[[str], int]:
+    return _checked(flag, int, lambda n: True, "a whole number")
+
+
+def _port(flag: str) -> Callable[[str], int]:
+    return _checked(flag, int, lambda n: 0 <= n <= 65535,
+                    "a TCP port, 0 to 65535 (0 picks a free one)")
+
+
+def _url(flag: str) -> Callable[[str], str]:
+    return _checked(flag, str, lambda u: u.lower().startswith(("http://", "https://")),
+                    "an http(s) URL, e.g. http://127.0.0.1:9091")
+
+
+STATEFUL_SHARE_MAX = 0.8
+"""The largest ``--stateful-share``: ``chaos.certify.STATEFUL_SHARE_MAX``, which this
+module does not import (building the parser loads no runner); a test holds them equal."""
+
+
+class _Version(argparse.Action):
+    """``--version``: memcert's installed version, read only when asked for."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS,
+                 default: str = argparse.SUPPRESS, help: str | None = None) -> None:
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: object, option_string: str | None = None) -> None:
+        try:
+            version = metadata.version("memcert")
+        except metadata.PackageNotFoundError:
+            version = "unknown (not installed; pip install -e . records it)"
+        sys.stdout.write(f"memcert {version}\n")
+        parser.exit()
 
 
 def _env(name: str, default: str | None = None) -> str | None:
@@ -46,8 +156,10 @@ def build_parser() -> argparse.ArgumentParser:
                     "normalization, plus durability and namespace isolation.",
         epilog="Exit codes: 0 certified, 1 failed, 2 usage error, 3 unknown.",
     )
+    parser.add_argument("--version", action=_Version, help="print memcert's version and exit")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     commands.required = True
+    parser.subcommands = commands.choices
 
     certify = commands.add_parser(
         "certify", help="run the chaos scenarios against a backend and judge it",
@@ -69,7 +181,8 @@ def build_parser() -> argparse.ArgumentParser:
              "handle onto the same store (default: the reference store on embedded SQLite); "
              "or http://host:port of a service speaking memcert's HTTP protocol")
     run = certify.add_argument_group("the run")
-    run.add_argument("--budget", type=float, default=float(_env("MEMCERT_BUDGET", "60") or 60),
+    run.add_argument("--budget", type=_seconds("--budget"),
+                     default=_env("MEMCERT_BUDGET") or "60",
                      metavar="SECONDS",
                      help="wall-clock budget for the whole certification [env MEMCERT_BUDGET, "
                           "default 60]")
@@ -92,6 +205,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="no progress bar; print only the verdict table")
     _add_metrics_options(certify)
     _add_token_option(certify)
+    _add_debug_option(certify)
     _add_managed_options(certify)
 
     nightly = commands.add_parser(
@@ -114,7 +228,8 @@ def build_parser() -> argparse.ArgumentParser:
     job.add_argument("--suite", default=_env("MEMCERT_NIGHTLY_SUITE", "nightly"), metavar="NAME",
                      help="the scenario suite to run [env MEMCERT_NIGHTLY_SUITE, default "
                           "nightly]")
-    job.add_argument("--budget", type=float, default=_float_env("MEMCERT_NIGHTLY_BUDGET"),
+    job.add_argument("--budget", type=_seconds("--budget"),
+                     default=_env("MEMCERT_NIGHTLY_BUDGET") or None,
                      metavar="SECONDS",
                      help="wall-clock budget [env MEMCERT_NIGHTLY_BUDGET, default the suite's "
                           "own budget_s]")
@@ -125,7 +240,8 @@ def build_parser() -> argparse.ArgumentParser:
                       metavar="DIR",
                       help="the folder that keeps every night, one subfolder each, and "
                            "index.html [env MEMCERT_NIGHTLY_OUT, default memcert-nightly]")
-    kept.add_argument("--keep", type=int, default=int(_env("MEMCERT_NIGHTLY_KEEP", "30") or 30),
+    kept.add_argument("--keep", type=_count("--keep", 0),
+                      default=_env("MEMCERT_NIGHTLY_KEEP") or "30",
                       metavar="N",
                       help="nights to keep; older night folders are deleted (0 keeps all) "
                            "[env MEMCERT_NIGHTLY_KEEP, default 30]")
@@ -133,6 +249,7 @@ def build_parser() -> argparse.ArgumentParser:
                       help="no progress bar; print only the verdict table")
     _add_metrics_options(nightly)
     _add_token_option(nightly)
+    _add_debug_option(nightly)
     _add_managed_options(nightly)
     _add_chaos(commands)
 
@@ -165,6 +282,14 @@ def _add_managed_options(parser: argparse.ArgumentParser) -> None:
              "removed afterwards]")
 
 
+def _add_debug_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--debug", action="store_true",
+        default=_env("MEMCERT_DEBUG", "") not in ("", "0", "false", "no"),
+        help="on an error, print the full traceback too, e.g. of a backend module that "
+             "fails to import [env MEMCERT_DEBUG=1]")
+
+
 def _add_token_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--token", default=_env("MEMCERT_TOKEN") or None, metavar="T",
@@ -194,13 +319,15 @@ def _add_serve(commands: argparse._SubParsersAction[_Parser]) -> None:
     serve.add_argument("--host", default=_env("MEMCERT_HOST", "127.0.0.1"), metavar="ADDR",
                        help="address to bind; anything but loopback needs --token "
                             "[env MEMCERT_HOST, default 127.0.0.1]")
-    serve.add_argument("--port", type=int, default=_int_env("MEMCERT_PORT"), metavar="N",
+    serve.add_argument("--port", type=_port("--port"), default=_env("MEMCERT_PORT") or None,
+                       metavar="N",
                        help="port to bind; 0 picks a free one and prints it "
                             "[env MEMCERT_PORT, default 8765]")
     serve.add_argument("--token", default=_env("MEMCERT_TOKEN") or None, metavar="T",
                        help="bearer token every request but /healthz and /openapi.json must "
                             "carry [env MEMCERT_TOKEN, default none: loopback only]")
-    serve.add_argument("--handles", type=int, default=_int_env("MEMCERT_SERVE_HANDLES"),
+    serve.add_argument("--handles", type=_count("--handles", 1),
+                       default=_env("MEMCERT_SERVE_HANDLES") or None,
                        metavar="N",
                        help="store handles, so requests the store works on at once "
                             "[env MEMCERT_SERVE_HANDLES, default 2 on a SQLite file, which "
@@ -234,27 +361,35 @@ def _add_load(commands: argparse._SubParsersAction[_Parser]) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     run = load.add_argument_group("the load")
-    run.add_argument("--users", type=int, default=_int_env("MEMCERT_LOAD_USERS") or 8,
+    run.add_argument("--users", type=_count("--users", 1),
+                     default=_env("MEMCERT_LOAD_USERS") or "8",
                      metavar="N", help="Locust users, each one request at a time, no think "
                                        "time [env MEMCERT_LOAD_USERS, default 8]")
-    run.add_argument("--spawn-rate", type=float, default=_float_env("MEMCERT_LOAD_SPAWN_RATE"),
-                     metavar="R", help="users started per second [env MEMCERT_LOAD_SPAWN_RATE, "
-                                       "default all at once]")
-    run.add_argument("--duration", type=float,
-                     default=_float_env("MEMCERT_LOAD_DURATION") or 60.0, metavar="SECONDS",
+    run.add_argument("--spawn-rate",
+                     type=_checked("--spawn-rate", float, lambda r: math.isfinite(r) and r > 0,
+                                   "a positive number of users per second"),
+                     default=_env("MEMCERT_LOAD_SPAWN_RATE") or None, metavar="R",
+                     help="users started per second [env MEMCERT_LOAD_SPAWN_RATE, default all "
+                          "at once]")
+    run.add_argument("--duration",
+                     type=_checked("--duration", float, lambda s: math.isfinite(s) and s >= 1,
+                                   "at least 1 second"),
+                     default=_env("MEMCERT_LOAD_DURATION") or "60", metavar="SECONDS",
                      help="how long the users run, in whole seconds; merging and checking come "
                           "after [env MEMCERT_LOAD_DURATION, default 60]")
-    run.add_argument("--processes", type=int,
-                     default=_int_env("MEMCERT_LOAD_PROCESSES") or 0, metavar="P",
+    run.add_argument("--processes", type=_count("--processes", 0),
+                     default=_env("MEMCERT_LOAD_PROCESSES") or "0", metavar="P",
                      help="Locust's distributed mode on this machine: a master and P worker "
                           "processes; 0 runs one Locust process [env MEMCERT_LOAD_PROCESSES, "
                           "default 0]")
     run.add_argument("--mix", choices=LOAD_MIXES, default=_env("MEMCERT_LOAD_MIX", "balanced"),
                      help="the operations' weights [env MEMCERT_LOAD_MIX, default balanced]")
-    run.add_argument("--entities", type=int, default=_int_env("MEMCERT_LOAD_ENTITIES") or 8,
+    run.add_argument("--entities", type=_count("--entities", 1),
+                     default=_env("MEMCERT_LOAD_ENTITIES") or "8",
                      metavar="N", help="entities per namespace that every user shares "
                                        "[env MEMCERT_LOAD_ENTITIES, default 8]")
-    run.add_argument("--seed", type=int, default=_int_env("MEMCERT_SEED"), metavar="N",
+    run.add_argument("--seed", type=_integer("--seed"), default=_env("MEMCERT_SEED") or None,
+                     metavar="N",
                      help="seed of the users' choices [env MEMCERT_SEED, default random and "
                           "reported]")
     run.add_argument("--level", choices=CLAIMABLE_LEVELS,
@@ -274,13 +409,15 @@ def _add_load(commands: argparse._SubParsersAction[_Parser]) -> None:
                              "SQLite file in a temporary folder]")
     _add_token_option(load)
     spread = load.add_argument_group("distributed mode across machines")
-    spread.add_argument("--expect-workers", type=int, default=0, metavar="N",
+    spread.add_argument("--expect-workers", type=_count("--expect-workers", 0), default=0,
+                        metavar="N",
                         help="also wait for N workers started on other machines with "
                              "'memcert load --worker' [default 0]")
     spread.add_argument("--master-bind-host", default="127.0.0.1", metavar="ADDR",
                         help="address the master listens on for workers [default 127.0.0.1; "
                              "0.0.0.0 for workers on other machines]")
-    spread.add_argument("--master-port", type=int, default=None, metavar="N",
+    spread.add_argument("--master-port", type=_port("--master-port"), default=None,
+                        metavar="N",
                         help="the master's port: to listen on, or with --worker to connect to "
                              "[default 5557 with --expect-workers or --worker, else a free "
                              "port]")
@@ -301,45 +438,43 @@ def _add_load(commands: argparse._SubParsersAction[_Parser]) -> None:
 def _add_metrics_options(parser: argparse.ArgumentParser) -> None:
     metrics = parser.add_argument_group("metrics")
     metrics.add_argument(
-        "--metrics-port", type=int, default=_int_env("MEMCERT_METRICS_PORT"), metavar="N",
+        "--metrics-port", type=_port("--metrics-port"),
+        default=_env("MEMCERT_METRICS_PORT") or None, metavar="N",
         help="serve Prometheus metrics at http://127.0.0.1:N/metrics while the run "
              "records and is checked (0 picks a free port) [env MEMCERT_METRICS_PORT, "
              "default off]")
     metrics.add_argument(
-        "--pushgateway", default=_env("MEMCERT_PUSHGATEWAY") or None, metavar="URL",
+        "--pushgateway", type=_url("--pushgateway"), default=_env("MEMCERT_PUSHGATEWAY") or None,
+        metavar="URL",
         help="push the run's metrics to this Pushgateway when it ends, grouped by job, "
              "backend and suite [env MEMCERT_PUSHGATEWAY, default off]")
 
 
-def _float_env(name: str) -> float | None:
-    value = os.environ.get(name)
-    if value is None or value == "":
-        return None
-    try:
-        return float(value)
-    except ValueError:
-        raise UsageError(f"memcert: {name}={value!r} is not a number") from None
-
-
 def _add_plan_options(group: argparse._ArgumentGroup) -> None:
     """The options that decide the operation plan, shared by certify and nightly."""
-    group.add_argument("--seed", type=int, default=_int_env("MEMCERT_SEED"), metavar="N",
+    group.add_argument("--seed", type=_integer("--seed"), default=_env("MEMCERT_SEED") or None,
+                       metavar="N",
                        help="seed of the operation plan; the same seed gives the same plan "
                             "[env MEMCERT_SEED, default random and reported]")
     group.add_argument("--level", choices=CLAIMABLE_LEVELS,
                        default=_env("MEMCERT_LEVEL", "lexical"),
                        help="the paraphrase level the backend claims to normalize "
                             "[env MEMCERT_LEVEL, default lexical]")
-    group.add_argument("--workers", type=int, default=int(_env("MEMCERT_WORKERS", "8") or 8),
+    group.add_argument("--workers", type=_count("--workers", 1),
+                       default=_env("MEMCERT_WORKERS") or "8",
                        metavar="N", help="concurrent worker threads [env MEMCERT_WORKERS, "
                                          "default 8]")
-    group.add_argument("--processes", type=int,
-                       default=int(_env("MEMCERT_PROCESSES", "0") or 0), metavar="P",
+    group.add_argument("--processes", type=_count("--processes", 0),
+                       default=_env("MEMCERT_PROCESSES") or "0", metavar="P",
                        help="spread the workers over P worker processes, each opening its own "
                             "handles from the factory; 0 keeps them as threads "
                             "[env MEMCERT_PROCESSES, default 0]")
-    group.add_argument("--stateful-share", type=float,
-                       default=float(_env("MEMCERT_STATEFUL_SHARE", "0.2") or 0.2),
+    group.add_argument("--stateful-share",
+                       type=_checked("--stateful-share", float,
+                                     lambda f: 0 <= f <= STATEFUL_SHARE_MAX,
+                                     f"a fraction from 0 (no stateful phase) to "
+                                     f"{STATEFUL_SHARE_MAX}"),
+                       default=_env("MEMCERT_STATEFUL_SHARE") or "0.2",
                        metavar="FRACTION",
                        help="share of the budget for the stateful phase, where Hypothesis "
                             "searches for the shortest program that breaks an invariant; 0 "
@@ -369,16 +504,6 @@ def skip_names(args: argparse.Namespace) -> tuple[str, ...]:
     return names
 
 
-def _int_env(name: str) -> int | None:
-    value = os.environ.get(name)
-    if value is None or value == "":
-        return None
-    try:
-        return int(value)
-    except ValueError:
-        raise UsageError(f"memcert: {name}={value!r} is not an integer") from None
-
-
 def _add_chaos(commands: argparse._SubParsersAction[_Parser]) -> None:
     chaos = commands.add_parser(
         "chaos", help="keep a backend under chaos while you watch it; judge it when stopped",
@@ -401,10 +526,11 @@ def _add_chaos(commands: argparse._SubParsersAction[_Parser]) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     chaos.add_argument(
-        "backend", nargs="?", default=None, metavar="package.module:factory",
+        "backend", nargs="?", default=None, action=_Backend, metavar="package.module:factory",
         help="the backend factory, as for certify (default: the reference store)")
     run = chaos.add_argument_group("the run")
-    run.add_argument("--duration", type=float, default=_float_env("MEMCERT_CHAOS_DURATION"),
+    run.add_argument("--duration", type=_seconds("--duration"),
+                     default=_env("MEMCERT_CHAOS_DURATION") or None,
                      metavar="SECONDS",
                      help="how long the chaos goes on; checking comes after "
                           "[env MEMCERT_CHAOS_DURATION, default until Ctrl-C or SIGTERM]")
@@ -412,14 +538,16 @@ def _add_chaos(commands: argparse._SubParsersAction[_Parser]) -> None:
     which.add_argument("--scenario", nargs="+", action=_Extend, metavar="NAME",
                        default=_env_list("MEMCERT_CHAOS_SCENARIOS"),
                        help="run only these scenarios (names in scenarios/, or .toml paths), "
-                            "each with an equal share of a 60 s round; repeatable "
+                            "each with an equal share of a 60 s round; repeatable; a "
+                            "backend may follow the names "
                             "[env MEMCERT_CHAOS_SCENARIOS, comma-separated, default the "
                             "suite's]")
     which.add_argument("--suite", action=_Suite, default=_env("MEMCERT_CHAOS_SUITE", "certify"),
                        metavar="NAME",
                        help="the suite each round runs, every scenario within its share of "
                             "the suite's budget_s [env MEMCERT_CHAOS_SUITE, default certify]")
-    run.add_argument("--seed", type=int, default=_int_env("MEMCERT_SEED"), metavar="N",
+    run.add_argument("--seed", type=_integer("--seed"), default=_env("MEMCERT_SEED") or None,
+                     metavar="N",
                      help="seed of the first round's plans (those certify --seed N runs); "
                           "later rounds' seeds derive from it [env MEMCERT_SEED, default "
                           "random and reported]")
@@ -427,10 +555,12 @@ def _add_chaos(commands: argparse._SubParsersAction[_Parser]) -> None:
                      default=_env("MEMCERT_LEVEL", "lexical"),
                      help="the paraphrase level the backend claims to normalize "
                           "[env MEMCERT_LEVEL, default lexical]")
-    run.add_argument("--workers", type=int, default=int(_env("MEMCERT_WORKERS", "8") or 8),
+    run.add_argument("--workers", type=_count("--workers", 1),
+                     default=_env("MEMCERT_WORKERS") or "8",
                      metavar="N", help="concurrent worker threads [env MEMCERT_WORKERS, "
                                        "default 8]")
-    run.add_argument("--processes", type=int, default=int(_env("MEMCERT_PROCESSES", "0") or 0),
+    run.add_argument("--processes", type=_count("--processes", 0),
+                     default=_env("MEMCERT_PROCESSES") or "0",
                      metavar="P",
                      help="spread the workers over P worker processes; a stop then waits for "
                           "the scenario running [env MEMCERT_PROCESSES, default 0: threads]")
@@ -445,17 +575,58 @@ def _add_chaos(commands: argparse._SubParsersAction[_Parser]) -> None:
                              "[env MEMCERT_QUIET=1]")
     _add_metrics_options(chaos)
     _add_token_option(chaos)
+    _add_debug_option(chaos)
 
 
 class _Extend(argparse.Action):
     """``action="extend"``, except that the first use on the command line replaces the
-    default taken from the environment instead of adding to it."""
+    default taken from the environment instead of adding to it.
+
+    A backend given after the names (``--scenario mixed pkg:factory``) is the backend, not
+    a scenario: no scenario name or ``.toml`` path has the form ``module:callable`` or
+    ``http://``, and a list of names would otherwise leave no place to put one.
+    """
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
                  values: object, option_string: str | None = None) -> None:
+        given = values if isinstance(values, list) else []
+        backends = [value for value in given if looks_like_backend(value)]
+        if backends:
+            if len(backends) > 1 or namespace.backend is not None:
+                named = [namespace.backend, *backends] if namespace.backend else backends
+                parser.error(f"one backend at most, but {', '.join(map(repr, named))} were "
+                             "given")
+            namespace.backend = backends[0]
+        names = [value for value in given if value not in backends]
+        if not names:
+            parser.error(f"{option_string} needs at least one scenario name")
         current = getattr(namespace, self.dest)
         kept = [] if current is self.default else list(current)
-        setattr(namespace, self.dest, [*kept, *(values if isinstance(values, list) else [])])
+        setattr(namespace, self.dest, [*kept, *names])
+
+
+class _Backend(argparse.Action):
+    """The backend positional of a command whose ``--scenario`` list may hold the backend:
+    argparse fills an optional positional it found no word for with its default after
+    the options, which must not undo the backend taken from that list."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: object, option_string: str | None = None) -> None:
+        current = getattr(namespace, self.dest, None)
+        if values is None or values == current:
+            return
+        if current is not None:
+            parser.error(f"one backend at most, but {current!r}, {values!r} were given")
+        setattr(namespace, self.dest, values)
+
+
+_BACKEND_SPEC = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*|https?://\S+", re.IGNORECASE)
+
+
+def looks_like_backend(value: str) -> bool:
+    """Whether a command-line word is a backend (``package.module:callable`` or an
+    ``http(s)://`` URL) rather than a scenario name or path."""
+    return _BACKEND_SPEC.fullmatch(value) is not None
 
 
 class _Suite(argparse.Action):

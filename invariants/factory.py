@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+import traceback
 from dataclasses import dataclass
 
 from invariants.adapters.http import DEFAULT_TIMEOUT_S, HttpFactory
@@ -50,9 +51,14 @@ def load_factory(spec: str) -> BackendFactory:
     try:
         module = importlib.import_module(module_name)
     except ImportError as error:
+        if _names_the_module(error, module_name):
+            raise FactoryError(
+                f"backend {spec!r}: cannot import {module_name!r} ({error}). Install the "
+                "package or run memcert from the folder that contains it."
+            ) from error
         raise FactoryError(
-            f"backend {spec!r}: cannot import {module_name!r} ({error}). Install the package "
-            "or run memcert from the folder that contains it."
+            f"backend {spec!r}: importing {module_name!r} failed{_where(error)}: "
+            f"{type(error).__name__}: {error}"
         ) from error
     except Exception as error:
         raise FactoryError(
@@ -72,6 +78,25 @@ def load_factory(spec: str) -> BackendFactory:
     if not callable(target):
         raise FactoryError(f"backend {spec!r} names a {type(target).__name__}, not a callable")
     return target
+
+
+def _names_the_module(error: ImportError, module_name: str) -> bool:
+    """Whether the module a spec names (or a package above it) is what was not found, as
+    against an import inside that module failing, e.g. on a dependency not installed."""
+    if not isinstance(error, ModuleNotFoundError) or error.name is None:
+        return False
+    return module_name == error.name or module_name.startswith(f"{error.name}.")
+
+
+def _where(error: BaseException) -> str:
+    """`` in FILE, line N``: the last line of the user's code that the import went
+    through, not importlib's frames; "" when there is none (``--debug`` shows all)."""
+    frames = [frame for frame in traceback.extract_tb(error.__traceback__)
+              if not frame.filename.startswith("<frozen ")
+              and os.path.dirname(frame.filename) != os.path.dirname(importlib.__file__)]
+    if not frames:
+        return ""
+    return f" in {frames[-1].filename}, line {frames[-1].lineno}"
 
 
 @dataclass(frozen=True)

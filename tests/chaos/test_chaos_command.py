@@ -214,7 +214,7 @@ def test_every_option_is_documented_in_docs_chaos_md():
                     if isinstance(a, argparse._SubParsersAction))
     options = [flag for action in commands.choices["chaos"]._actions
                for flag in action.option_strings if flag.startswith("--") and flag != "--help"]
-    assert len(options) == 12
+    assert len(options) == 13
     assert [flag for flag in options if f"`{flag}" not in text] == []
 
 
