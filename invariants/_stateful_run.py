@@ -13,7 +13,9 @@ import contextlib
 import dataclasses
 import functools
 import math
+import random
 import re
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -27,6 +29,7 @@ from invariants.checkers import CHECKER_NAMES
 from invariants.errors import InvalidArgument
 from invariants.factory import ResolvedBackend, resolve_backend
 from invariants.levels import CLAIMABLE_LEVELS
+from invariants.verdict import Violation
 
 from ._stateful_machine import (
     BackendMachine,
@@ -49,6 +52,7 @@ _FIRST = "state = "
 _LAST = "state.teardown()"
 _STEP = re.compile(r"(\w+(, \w+)* = )*state\.(?!teardown\(\))\w+\(")
 """The first line of a step: a rule called, its results maybe assigned."""
+_RESTORE = re.compile(r"state\.restore\(")
 
 
 @dataclass(frozen=True)
@@ -57,7 +61,8 @@ class StatefulFailure:
 
     ``checkers`` found it at the failing step; ``explanations`` are their violations,
     rendered; ``program`` is the runnable program and ``steps`` the number of steps in
-    it (the lines between building the machine and tearing it down). ``concurrent``
+    it (the lines between building the machine and tearing it down); ``violations``
+    are the violations as data, in the order of ``explanations``. ``concurrent``
     says that operations of the program race, so a run may interleave them otherwise
     and show the violation differently, or not at all; ``flaky``, that the last replay
     did not show it again. ``notes`` are whatever else Hypothesis said (the
@@ -71,6 +76,12 @@ class StatefulFailure:
     concurrent: bool = False
     flaky: bool = False
     notes: tuple[str, ...] = ()
+    violations: tuple[Violation, ...] = ()
+
+    @property
+    def restores(self) -> int:
+        """The restore steps of the program."""
+        return sum(1 for line in self.program.splitlines() if _RESTORE.match(line))
 
 
 @dataclass(frozen=True)
@@ -190,6 +201,12 @@ def shrinking_within(seconds: float) -> Iterator[None]:
 
 _SLOW_SHRINK = "WARNING: Hypothesis has spent more than five minutes working to shrink"
 
+FIRST_BATCH = 2
+"""Programs in the first batch of a time-bounded run, which measures how long a program
+takes on the backend; it runs whatever the time left, so that something is checked."""
+BATCH = 10
+"""The most programs per batch of a time-bounded run; the time is checked between them."""
+
 
 def run_machine(
     backend: BackendFactory | str | ResolvedBackend,
@@ -200,6 +217,8 @@ def run_machine(
     restore: bool = True,
     concurrency: bool = True,
     seed: int | None = None,
+    within: float | None = None,
+    grace: float = 0.0,
 ) -> MachineRun:
     """Run Hypothesis over the machine on ``backend`` and collect what it found.
 
@@ -211,7 +230,20 @@ def run_machine(
     A violation found by a program whose operations raced is searched for again
     without races: if the bug shows without them, the program reported is the one
     that does not race, which shrinks further and shows the violation on every run.
+
+    ``within`` bounds the run to that many seconds: the settings' ``max_examples``
+    programs are then run in batches (the first of :data:`FIRST_BATCH`, the others
+    sized from how long the programs before them took, one at least while time is
+    left), until they have all run, a violation is found, or the time is up; while a
+    judged checker has had nothing to check, ``grace`` seconds more may follow, since
+    a search that ends then decides nothing. Shrinking takes what is left, and at
+    least a second. Each batch is seeded from ``seed`` (or, without one, from a random
+    seed, fixed when the settings derandomize) and its position.
     """
+    for argument, value in (("within", within), ("grace", grace)):
+        if value is not None and not value >= 0:
+            raise InvalidArgument(
+                f"{argument}={value!r} must be a number of seconds, 0 or more")
     resolved = resolve_backend(backend)
     factory, name, spec = resolved.factory, resolved.name, resolved.spec
     tally = RunTally()
@@ -219,14 +251,10 @@ def run_machine(
     try:
         config = make_config(factory, level=level, checkers=checkers, restore=restore,
                              concurrency=concurrency, pool=pool, tally=tally)
-        failures = _search(config, name, spec, settings, seed)
-        raced = tuple(name for f in failures if f.concurrent for name in f.checkers)
-        if raced:
-            calm = _search(dataclasses.replace(config, checkers=raced, concurrency=False),
-                           name, spec, scoped(settings, "without races"), seed)
-            found = {name for f in calm for name in f.checkers}
-            failures = calm + tuple(
-                f for f in failures if not (f.concurrent and set(f.checkers) <= found))
+        if within is None:
+            failures = _find(config, name, spec, settings, seed)
+        else:
+            failures = _find_within(within, grace, config, name, spec, settings, seed)
     finally:
         pool.close()
     return MachineRun(
@@ -237,6 +265,60 @@ def run_machine(
         restore_supported=tally.restore_supported,
         decisions=dict(sorted(tally.decisions.items())),
     )
+
+
+def _find_within(
+    seconds: float,
+    grace: float,
+    config: MachineConfig,
+    name: str,
+    spec: str | None,
+    settings: Settings,
+    seed: int | None,
+) -> tuple[StatefulFailure, ...]:
+    """:func:`_find` in batches, until ``seconds`` are up; see :func:`run_machine`."""
+    deadline = time.monotonic() + seconds
+
+    def end() -> float:
+        """The deadline, put off by ``grace`` while a judged checker is idle."""
+        idle = any(not config.tally.checked[checker] for checker in config.checkers)
+        return deadline + grace if idle else deadline
+
+    if seed is None:
+        seed = 0 if settings.derandomize else random.getrandbits(32)
+    left = settings.max_examples
+    size = min(FIRST_BATCH, left)
+    batch = 0
+    while size > 0:
+        started = time.monotonic()
+        programs = config.tally.programs
+        with shrinking_within(max(end() - started, 1.0)):
+            failures = _find(config, name, spec, Settings(settings, max_examples=size),
+                             seed * 7919 + batch)
+        if failures:
+            return failures
+        batch += 1
+        left -= size
+        now, until = time.monotonic(), end()
+        per_program = (now - started) / max(config.tally.programs - programs, 1)
+        fits = int((until - now) / per_program)
+        size = min(BATCH, left, max(1, fits)) if now < until else 0
+    return ()
+
+
+def _find(
+    config: MachineConfig, name: str, spec: str | None, settings: Settings, seed: int | None
+) -> tuple[StatefulFailure, ...]:
+    """Search; a violation found only by racing programs is searched for again without
+    races, and the calm program reported instead when one shows it."""
+    failures = _search(config, name, spec, settings, seed)
+    raced = tuple(name for f in failures if f.concurrent for name in f.checkers)
+    if not raced:
+        return failures
+    calm = _search(dataclasses.replace(config, checkers=raced, concurrency=False),
+                   name, spec, scoped(settings, "without races"), seed)
+    found = {name for f in calm for name in f.checkers}
+    return calm + tuple(f for f in failures if not (f.concurrent and set(f.checkers) <= found))
 
 
 def _search(
@@ -297,6 +379,7 @@ def _collect(
         concurrent=error.concurrent,
         flaky=flaky,
         notes=extra,
+        violations=error.violations,
     ))
 
 

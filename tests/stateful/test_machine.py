@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 
 import pytest
 from hypothesis import settings
@@ -204,3 +205,40 @@ def test_a_factory_without_an_importable_name_leaves_a_placeholder_in_the_progra
         ")\n"
     )
     assert "# on tests.stateful.test_machine:" in head
+
+
+def test_a_run_within_seconds_stops_when_they_are_up_having_checked_something():
+    endless = settings(QUICK, max_examples=100_000)
+    started = time.monotonic()
+    run = run_machine(correct_backend, level="lexical", checkers=CHECKER_NAMES,
+                      settings=endless, within=1.0)
+
+    assert time.monotonic() - started < 4.0
+    assert 0 < run.programs < endless.max_examples
+    assert run.failures == ()
+    assert all(run.checked[name] > 0 for name in CHECKER_NAMES), run.checked
+
+
+def test_a_run_within_seconds_still_finds_and_shrinks_a_violation():
+    run = run_machine("chaos.examples:leaky_namespaces", level="lexical",
+                      checkers=("isolation",), settings=HUNT, within=30.0)
+
+    (failure,) = run.failures
+    assert failure.program == LEAK_PROGRAM
+
+
+def test_a_negative_time_bound_is_named_with_the_fix():
+    with pytest.raises(InvalidArgument) as raised:
+        run_machine(correct_backend, level="lexical", checkers=CHECKER_NAMES, settings=QUICK,
+                    within=-1.0)
+    assert str(raised.value) == "within=-1.0 must be a number of seconds, 0 or more"
+
+
+def test_a_run_within_seconds_goes_on_into_its_grace_while_a_checker_has_nothing_to_check():
+    endless = settings(QUICK, max_examples=100_000)
+    started = time.monotonic()
+    run = run_machine(SharedFactory(ReadsFail), level="lexical", checkers=("phantom",),
+                      settings=endless, within=0.0, grace=1.0)
+
+    assert 1.0 <= time.monotonic() - started < 4.0
+    assert run.undecided == {"phantom": "nothing to check: no read returned a record"}

@@ -3,6 +3,7 @@ in a pytest process of their own, through ``--memcert-backend`` or a subclass.""
 
 from __future__ import annotations
 
+import re
 from xml.etree import ElementTree
 
 import pytest
@@ -69,6 +70,82 @@ def test_a_violation_fails_its_test_with_the_runnable_program_printed_and_saved(
     result.stdout.fnmatch_lines(["You can reproduce this test case by temporarily adding "
                                  "@reproduce_failure(*) as a decorator on your test function",
                                  "", f"Saved as {saved}"])
+
+
+def test_every_failing_id_the_suite_prints_runs_that_test_again_as_printed(suite):
+    leaky = "--memcert-backend=chaos.examples:leaky_namespaces"
+    first = run(suite, leaky, "-k", "isolation")
+
+    first.assert_outcomes(failed=1, deselected=9)
+    (printed,) = re.findall(r"^FAILED (\S+)", first.stdout.str(), re.MULTILINE)
+    assert printed == "memcert-suite::TestMemcertBackend::test_isolation"
+    again = run(suite, leaky, "-v", printed,
+                "memcert-suite::TestMemcertBackend::test_semantic_normalization[surface]")
+    again.assert_outcomes(failed=1, passed=1)
+    assert re.findall(r"^FAILED (\S+)", again.stdout.str(), re.MULTILINE) == [printed]
+    again.stdout.fnmatch_lines([
+        "memcert-suite::TestMemcertBackend::test_semantic_normalization[[]surface[]] PASSED*"])
+
+
+def test_a_suite_id_without_a_backend_is_a_usage_error(suite):
+    result = run(suite, "memcert-suite::TestMemcertBackend::test_isolation")
+
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([
+        "ERROR: memcert-suite::TestMemcertBackend::test_isolation is a test of the memcert "
+        "certification suite, which runs against a backend: add "
+        "--memcert-backend=package.module:factory"])
+
+
+def test_the_after_restore_test_reports_a_program_with_a_restore(suite):
+    result = run(suite, "--memcert-backend=chaos.examples:restore_revives",
+                 "-k", "after_restore")
+
+    result.assert_outcomes(failed=1, deselected=9)
+    program = result.stdout.str().split("(run it with python):")[1]
+    assert "\nstate.restore(entity=" in program.split("state.teardown()")[0]
+
+
+def test_the_after_restore_test_never_fails_on_a_program_without_a_restore(suite):
+    """The expiring tombstone breaks deletion monotonicity with no restore, and the
+    search stops there: the after-restore test says it could not decide, with no
+    program, rather than report one that restores nothing."""
+    result = run(suite, "--memcert-backend=chaos.examples:expiring_tombstone",
+                 "-k", "deletion_monotonicity")
+
+    result.assert_outcomes(failed=2, deselected=8)
+    output = result.stdout.str()
+    assert output.count("The shortest program found that shows it") == 1
+    assert "state.restore(" not in output
+    result.stdout.fnmatch_lines([
+        "memcert could not decide deletion_monotonicity after a restore for "
+        "chaos.examples:expiring_tombstone: the search stopped at a program that breaks "
+        "deletion_monotonicity with no restore (test_deletion_monotonicity shows it), "
+        "before any program that breaks it after one. Nothing after a restore was "
+        "decided, so this is not a pass; fix that deletion_monotonicity failure first."])
+
+
+def test_the_budget_bounds_the_whole_suite_and_every_test_still_decides(pytester):
+    pytester.makeconftest(QUICK_PROFILE.format(examples=100_000))
+    report = pytester.path / "junit.xml"
+    result = run(pytester, "--memcert-backend=chaos.examples:in_memory", "--memcert-budget=6",
+                 f"--junitxml={report}")
+
+    result.assert_outcomes(passed=9, skipped=1)
+    spent = sum(float(case.get("time", "0"))
+                for case in ElementTree.parse(report).getroot().iter("testcase"))
+    assert spent < 9, spent
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "soon", "nan", "inf"])
+def test_a_budget_that_is_not_a_positive_number_of_seconds_is_a_usage_error(suite, value):
+    result = run(suite, "--memcert-backend=chaos.examples:in_memory",
+                 f"--memcert-budget={value}")
+
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([
+        f"ERROR: --memcert-budget='{value}' must be a positive number of seconds; for "
+        "example --memcert-budget=120"])
 
 
 def test_a_subclass_declares_its_level_and_m_memcert_selects_the_suite_only(suite):
