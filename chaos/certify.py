@@ -2,9 +2,10 @@
 
 The flow is one way: scenarios make plans, the runner executes them (counting
 violations online, for live progress and metrics), the history streams to
-``history.jsonl``, and the verdict comes from reading that file back and checking it
-with the same checker code. A verdict therefore never depends on anything the run kept
-in memory, and ``memcert replay`` reaches the same one later.
+``history.jsonl`` (``history.jsonl.zst`` with ``--compress``), and the verdict comes
+from reading that file back and checking it with the same checker code. A verdict
+therefore never depends on anything the run kept in memory, and ``memcert replay``
+reaches the same one later.
 
 A share of the budget then goes to the stateful phase (:mod:`invariants.stateful`):
 Hypothesis searches for short programs that break an invariant, with the same
@@ -30,7 +31,7 @@ from invariants.capabilities import restore_supported
 from invariants.checkers import CheckerSuite, check_history
 from invariants.errors import InvalidArgument
 from invariants.factory import REFERENCE, ResolvedBackend, probe, resolve_backend
-from invariants.history import Entry, HistoryRecorder, Paraphrase, read_history
+from invariants.history import Entry, HistoryRecorder, Paraphrase, find_history, read_history
 from invariants.levels import CLAIMABLE_LEVELS
 from scenarios import load_suite
 from scenarios.plan import Plan
@@ -57,6 +58,8 @@ FLUSH_INTERVAL_S = 0.1
 itself loses at most that much of the history, a normal end or an error nothing."""
 STATEFUL_SHARE = 0.2
 """Default share of the budget for the stateful phase, after the chaos scenarios."""
+_PLAIN = "history.jsonl"
+_COMPRESSED = "history.jsonl.zst"
 
 
 @dataclass(frozen=True)
@@ -75,6 +78,9 @@ class CertifyOptions:
     """Invariants (results.json names) to check and show but leave out of the verdict."""
     fail_fast: bool = False
     """Stop at the first violation the online checkers count (see :func:`certify`)."""
+    compress: bool = False
+    """Record ``history.jsonl.zst`` rather than ``history.jsonl``: the same lines, in
+    zstd frames, a fraction of the size on disk; every reader takes either."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "skip", check_skip(self.skip))
@@ -91,6 +97,8 @@ class CertifyOptions:
                                   "(0 runs every worker as a thread of this process).")
         if not isinstance(self.fail_fast, bool):
             raise InvalidArgument(f"fail_fast={self.fail_fast!r} must be True or False.")
+        if not isinstance(self.compress, bool):
+            raise InvalidArgument(f"compress={self.compress!r} must be True or False.")
         if not 0 <= self.stateful_share <= STATEFUL_SHARE_MAX:
             raise InvalidArgument(
                 f"stateful_share={self.stateful_share!r} must be between 0 (no stateful "
@@ -165,7 +173,8 @@ def certify(factory: BackendFactory | str | ResolvedBackend | None = None,
     summaries: list[ScenarioSummary] = []
     stopped = ""
     with Recording(options.out, backend=backend.name, suite=options.suite,
-                   level=options.level, seed=seed, metrics=metrics) as recording:
+                   level=options.level, seed=seed, metrics=metrics,
+                   compress=options.compress) as recording:
         progress.start(sum(plan.size for _, plan in plans), options.budget_s)
         first_worker = 0
         for entry, plan in plans:
@@ -232,15 +241,22 @@ class Recording:
     ``history.jsonl`` streaming, the online checkers, and the metrics served while the
     run records and is checked, then pushed with the verdict.
 
+    ``compress`` records ``history.jsonl.zst`` instead. Either way the other form is
+    deleted from ``out`` first, so that the folder holds one history, this run's.
+
     Used as a context manager around the run; :meth:`close` ends the history (the
     stateful phase may follow), :meth:`judge` reads it back and writes the report.
     """
 
     def __init__(self, out: Path, *, backend: str, suite: str, level: Paraphrase, seed: int,
                  metrics: MetricsOptions | None,
-                 observers: Sequence[Callable[[Entry], None]] = ()) -> None:
+                 observers: Sequence[Callable[[Entry], None]] = (),
+                 compress: bool = False) -> None:
         out.mkdir(parents=True, exist_ok=True)
         self.out = out
+        self.history = out / (_COMPRESSED if compress else _PLAIN)
+        """The file this run's history streams to."""
+        (out / (_PLAIN if compress else _COMPRESSED)).unlink(missing_ok=True)
         self.backend = backend
         self.level = level
         self.online = CheckerSuite(level=level)
@@ -250,8 +266,11 @@ class Recording:
         if metrics is not None:
             from .metrics import Exporter
 
-            self.exporter = Exporter.start(metrics, backend=backend, suite=suite, level=level,
-                                           seed=seed, violations=self.online.violation_counts)
+            online = self.online
+            self.exporter = Exporter.start(
+                metrics, backend=backend, suite=suite, level=level, seed=seed,
+                violations=online.violation_counts, rate_terms=online.rate_terms,
+                causes=online.cause_counts)
         # The exporter must see each entry as it happens, to count it under the
         # scenario running; the online checkers may run a flush interval behind, on
         # the writer thread, which keeps them off the workers' path.
@@ -259,8 +278,9 @@ class Recording:
         if self.exporter is not None:
             watching.append(self.exporter.observe)
         self.recorder = HistoryRecorder(
-            out / "history.jsonl", keep=False, observers=watching,
-            deferred_observers=[self.online.observe], flush_interval_s=FLUSH_INTERVAL_S)
+            self.history, keep=False, observers=watching,
+            deferred_observers=[self.online.observe], flush_interval_s=FLUSH_INTERVAL_S,
+            compress=compress)
 
     @property
     def violation_count(self) -> int:
@@ -286,7 +306,7 @@ class Recording:
         """Check the saved history with the same checkers, write results.json and
         junit.xml, and push the metrics with the verdict."""
         self.close()
-        history = read_history(self.out / "history.jsonl")
+        history = read_history(self.history)
         report = build_report(
             backend=self.backend, seed=seed, level=self.level,
             checks=check_history(history, level=self.level),
@@ -325,11 +345,16 @@ def _stateful_phase(backend: ResolvedBackend, seed: int,
 
 
 def replay(out: Path) -> Report:
-    """Re-check a saved run from its folder, without the backend."""
+    """Re-check a saved run from its folder (its ``results.json`` and its history,
+    plain or compressed), without the backend."""
     import json
 
     saved = json.loads((out / "results.json").read_text(encoding="utf-8"))
-    history = read_history(out / "history.jsonl")
+    path = find_history(out)
+    if path is None:
+        raise FileNotFoundError(f"{out} holds no {_PLAIN} or {_COMPRESSED}; pass the --out "
+                                "folder of a memcert certify run.")
+    history = read_history(path)
     scenarios = [ScenarioSummary(s["name"], s["steps_planned"], s["steps_done"],
                                  s["elapsed_s"], s["budget_exhausted"], s["faults_fired"],
                                  tuple(s["requires"]), not_run=s.get("not_run") or "",
@@ -368,4 +393,6 @@ def _command(spec: str, seed: int, options: CertifyOptions,
         parts += ["--skip", name]
     if options.fail_fast:
         parts.append("--fail-fast")
+    if options.compress:
+        parts.append("--compress")
     return shlex.join(parts)

@@ -4,7 +4,9 @@
 running while it watches the dashboards: it runs the chosen scenarios in rounds, each
 round with a fresh seed derived from ``--seed``, until ``--duration`` runs out or the
 process gets SIGINT or SIGTERM. Then it judges the saved history exactly as certify
-does, and writes the same ``results.json`` and ``junit.xml``.
+does, and writes the same ``results.json`` and ``junit.xml``. The history is
+``history.jsonl.zst`` (as certify's ``--compress`` writes), since a run of hours makes
+millions of operations; ``compress=False`` keeps it plain.
 
 How rounds stay sound on one store that is never reset between them:
 
@@ -92,6 +94,8 @@ class ChaosOptions:
     workers: int = 8
     processes: int = 0
     out: Path = Path("memcert-chaos")
+    compress: bool = True
+    """Record ``history.jsonl.zst`` (the default) rather than ``history.jsonl``."""
 
     def __post_init__(self) -> None:
         if self.duration_s is not None and not (
@@ -108,7 +112,8 @@ class ChaosOptions:
         # certify's own options check the settings the two commands share, so both
         # reject a bad value in the same words.
         CertifyOptions(seed=self.seed, level=self.level, workers=self.workers, out=self.out,
-                       suite=self.suite, processes=self.processes, stateful_share=0.0)
+                       suite=self.suite, processes=self.processes, stateful_share=0.0,
+                       compress=self.compress)
 
 
 def round_seed(seed: int, number: int) -> int:
@@ -139,7 +144,8 @@ def run_chaos(factory: BackendFactory | str | ResolvedBackend | None = None,
 
     run = _Rounds(backend, options, seed, progress, stop)
     with Recording(options.out, backend=backend.name, suite=suite_label, level=options.level,
-                   seed=seed, metrics=metrics, observers=[run.observe]) as recording, \
+                   seed=seed, metrics=metrics, observers=[run.observe],
+                   compress=options.compress) as recording, \
             open(options.out / "rounds.jsonl", "w", encoding="utf-8") as rounds:
         progress.start(sys.maxsize, options.duration_s or math.inf)
         chaos_s = run.until_done(entries, round_s, recording, rounds)

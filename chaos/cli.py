@@ -52,7 +52,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("memcert: interrupted", file=sys.stderr)
         return 130
-    print(render_table(report))
+    print(render_table(report, verbose=getattr(args, "verbose", False)))
     for line in saved:
         print(line)
     return report.exit_code
@@ -94,10 +94,13 @@ def _dispatch(args: argparse.Namespace) -> tuple[Report, list[str]]:
 
     _share_token(args)
     if args.command == "replay":
+        from invariants.history import find_history
+
         out = Path(args.out)
-        if not (out / "history.jsonl").is_file() or not (out / "results.json").is_file():
-            raise UsageError(f"memcert replay: {out} holds no history.jsonl and results.json; "
-                             "pass the --out folder of a memcert certify run")
+        if find_history(out) is None or not (out / "results.json").is_file():
+            raise UsageError(f"memcert replay: {out} holds no history.jsonl (or "
+                             "history.jsonl.zst) and results.json; pass the --out folder of "
+                             "a memcert certify run")
         return replay(out), []
     progress = None
     if not args.quiet:
@@ -121,7 +124,8 @@ def _dispatch(args: argparse.Namespace) -> tuple[Report, list[str]]:
     options = CertifyOptions(budget_s=args.budget, seed=args.seed, level=args.level,
                              workers=args.workers, out=Path(args.out), suite=args.suite,
                              processes=args.processes, stateful_share=args.stateful_share,
-                             skip=skip_names(args), fail_fast=args.fail_fast)
+                             skip=skip_names(args), fail_fast=args.fail_fast,
+                             compress=args.compress)
     with _backend(args) as backend:
         return (certify(backend, options, progress=progress, metrics=metrics),
                 [_saved("output", options.out)])

@@ -201,8 +201,14 @@ def build_parser() -> argparse.ArgumentParser:
     output.add_argument("--out", default=_env("MEMCERT_OUT", "memcert-out"), metavar="DIR",
                         help="folder for results.json, history.jsonl, junit.xml "
                              "[env MEMCERT_OUT, default memcert-out]")
+    output.add_argument("--compress", action="store_true",
+                        default=_env("MEMCERT_COMPRESS", "") not in ("", "0"),
+                        help="record history.jsonl.zst, zstd-compressed, instead of "
+                             "history.jsonl; replay reads either [env MEMCERT_COMPRESS=1, "
+                             "default off]")
     output.add_argument("--quiet", action="store_true",
                         help="no progress bar; print only the verdict table")
+    _add_verbose_option(output)
     _add_metrics_options(certify)
     _add_token_option(certify)
     _add_debug_option(certify)
@@ -211,7 +217,7 @@ def build_parser() -> argparse.ArgumentParser:
     nightly = commands.add_parser(
         "nightly", help="the nightly chaos job: certify, then write a report to read later",
         description="Run a suite (by default the long nightly one) against a backend, write "
-                    "the night's results.json, junit.xml, history.jsonl and a self-contained "
+                    "the night's results.json, junit.xml, history.jsonl.zst and a self-contained "
                     "report.html to a new folder under --out, refresh index.html across "
                     "nights, and push the run's metrics to a Pushgateway if given. Exits "
                     "non-zero on any violation, like certify.",
@@ -247,6 +253,7 @@ def build_parser() -> argparse.ArgumentParser:
                            "[env MEMCERT_NIGHTLY_KEEP, default 30]")
     kept.add_argument("--quiet", action="store_true",
                       help="no progress bar; print only the verdict table")
+    _add_verbose_option(kept)
     _add_metrics_options(nightly)
     _add_token_option(nightly)
     _add_debug_option(nightly)
@@ -255,8 +262,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     replay = commands.add_parser(
         "replay", help="re-check a saved run without the backend",
-        description="Read DIR/history.jsonl and DIR/results.json, check the history again "
-                    "with the same checkers, and print the verdict table.")
+        description="Read DIR/history.jsonl (or DIR/history.jsonl.zst) and DIR/results.json, "
+                    "check the history again with the same checkers, and print the verdict "
+                    "table.")
     replay.add_argument("out", metavar="DIR", help="a folder written by memcert certify")
     _add_serve(commands)
     _add_load(commands)
@@ -280,6 +288,12 @@ def _add_managed_options(parser: argparse.ArgumentParser) -> None:
         help="with --serve: the service's database, a SQLite path or a postgresql:// URL "
              "[env MEMCERT_DB_URL, default a SQLite file in a fresh temporary folder, "
              "removed afterwards]")
+
+
+def _add_verbose_option(group: argparse._ArgumentGroup) -> None:
+    group.add_argument("-v", "--verbose", action="store_true",
+                       help="show every kept example of each cause, in full (the default "
+                            "shows one per cause, the easiest to read)")
 
 
 def _add_debug_option(parser: argparse.ArgumentParser) -> None:
@@ -511,7 +525,7 @@ def _add_chaos(commands: argparse._SubParsersAction[_Parser]) -> None:
                     "round with a fresh seed derived from --seed, until --duration is over\n"
                     "or the process gets Ctrl-C or SIGTERM. Violations are counted while it\n"
                     "runs (serve them with --metrics-port). When it ends, the saved history\n"
-                    "is checked as by certify: results.json, junit.xml, history.jsonl and\n"
+                    "is checked as by certify: results.json, junit.xml, history.jsonl.zst and\n"
                     "rounds.jsonl (each round's seed and range of history lines) go to\n"
                     "--out, the verdict table is printed, and the exit code is certify's.",
         epilog="Examples:\n"
@@ -567,12 +581,13 @@ def _add_chaos(commands: argparse._SubParsersAction[_Parser]) -> None:
     output = chaos.add_argument_group("output")
     output.add_argument("--out", default=_env("MEMCERT_CHAOS_OUT", "memcert-chaos"),
                         metavar="DIR",
-                        help="folder for results.json, junit.xml, history.jsonl, rounds.jsonl "
-                             "[env MEMCERT_CHAOS_OUT, default memcert-chaos]")
+                        help="folder for results.json, junit.xml, history.jsonl.zst, "
+                             "rounds.jsonl [env MEMCERT_CHAOS_OUT, default memcert-chaos]")
     output.add_argument("--quiet", action="store_true",
                         default=_env("MEMCERT_QUIET", "") not in ("", "0", "false", "no"),
                         help="no progress bar; print only the verdict table "
                              "[env MEMCERT_QUIET=1]")
+    _add_verbose_option(output)
     _add_metrics_options(chaos)
     _add_token_option(chaos)
     _add_debug_option(chaos)

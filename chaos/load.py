@@ -193,8 +193,8 @@ def run_load(options: LoadOptions, *, metrics: MetricsOptions | None = None) -> 
 def _cleared(out: Path) -> Path:
     """``out``, without what an earlier run there left: a stale worker history would be
     merged into this run's."""
-    for stale in ("workers", "history.jsonl", "load.json", "results.json", "junit.xml",
-                  "locust.log"):
+    for stale in ("workers", "history.jsonl", "history.jsonl.zst", "load.json", "results.json",
+                  "junit.xml", "locust.log"):
         path = out / stale
         if path.is_dir():
             shutil.rmtree(path)
@@ -378,8 +378,9 @@ def _final_metrics(metrics: MetricsOptions, history: History, report: Report, ba
     """The run's metrics as the verdict has them, pushed and/or left in the registry.
 
     The operations and their timings are counted again from the saved history, and the
-    violation counters are the verdict's own, so a push says exactly what results.json
-    says; the requests' timings come from the master's ``load.json``.
+    violation counters, each invariant's checks and failed checks and the violations per
+    cause are the verdict's own, so a push says exactly what results.json says; the
+    requests' timings come from the master's ``load.json``.
     """
     from prometheus_client import CollectorRegistry
 
@@ -388,14 +389,20 @@ def _final_metrics(metrics: MetricsOptions, history: History, report: Report, ba
 
     registry = metrics.registry if metrics.registry is not None else CollectorRegistry()
     counts: dict[str, int] = {}
+    terms: dict[str, tuple[int, int]] = {}
+    causes: dict[str, dict[str, int]] = {}
     exporter = Exporter.start(Options(pushgateway=metrics.pushgateway, job=metrics.job,
                                       registry=registry),
                               backend=backend, suite=SUITE, level=level, seed=seed,
-                              violations=lambda: counts)
+                              violations=lambda: counts, rate_terms=lambda: terms,
+                              causes=lambda: causes)
     exporter.begin_scenario(SUITE)
     for entry in history:
         exporter.observe(entry)
-    counts.update({name: check.violation_count for name, check in report.checks.items()})
+    for name, check in report.checks.items():
+        counts[name] = check.violation_count
+        terms[name] = (check.rate_numerator, check.rate_denominator)
+        causes[name] = dict(check.causes)
     requests = LoadMetrics(backend=backend)
     if summary.get("requests"):
         requests.merge(summary["requests"])

@@ -215,7 +215,8 @@ class Aggregator:
             options = MetricsOptions(port=settings.metrics_port, on_serving=_announce)
             self.exporter = Exporter.start(
                 options, backend=settings.backend, suite="load", level=settings.level,
-                seed=settings.seed, violations=self.online.violation_counts)
+                seed=settings.seed, violations=self.online.violation_counts,
+                rate_terms=self.online.rate_terms, causes=self.online.cause_counts)
             self.exporter.registry.register(self.metrics)
             self.exporter.begin_scenario("load")
 

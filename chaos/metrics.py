@@ -9,7 +9,9 @@ recorder's observers: for each entry it bumps a few integers in dicts (the recor
 calls it under its own lock, so it must stay that cheap), and it times each operation
 from its invocation's ``time_ns`` to its completion's. Everything else is computed when
 Prometheus scrapes: the violation counters are read then from the online checkers'
-``violation_counts()``, so the counters move while the run goes on.
+``violation_counts()``, each invariant's checks and failed checks (the two terms of
+its rate, as results.json gives them) from their ``rate_terms()``, and the violations per
+root cause from their ``cause_counts()``, so the counters move while the run goes on.
 
 A run's violation counts carry the scenario that was running when the checkers found
 them. Scenarios run one after another, so :meth:`RunMetrics.begin_scenario` only needs
@@ -53,12 +55,18 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector
 
 from invariants.backend import Ack
+from invariants.causes import CAUSES
 from invariants.errors import InvalidArgument
 from invariants.history import Entry
 
+from .report import INVARIANTS
+
 __all__ = [
     "BUCKETS_S",
+    "CHECKS",
+    "FAILED_CHECKS",
     "METRICS",
+    "VIOLATIONS_BY_CAUSE",
     "VIOLATION_METRICS",
     "Exporter",
     "LoadMetrics",
@@ -130,14 +138,14 @@ OPERATIONS = MetricDef(
     "applied), unknown (it raised or timed out; it may have been applied).")
 READS = MetricDef(
     metric_name("reads"), "counter", ("backend", "scenario"),
-    "Reads served, each checked against every invariant: the denominator of every "
-    "violation rate.")
+    "Reads served (ok), each checked against every invariant. Not a rate's denominator: "
+    "each invariant counts its own checks (memcert_checks_total).")
 DURATION = MetricDef(
     metric_name("operation_duration", "seconds"), "histogram", ("backend", "scenario", "op"),
     "Time from an operation's invocation to its completion, as the history records it.")
 CONFLICTS = MetricDef(
     metric_name("conflicts"), "counter", ("backend", "scenario"),
-    "Reads that served two facts for one slot (the uniqueness invariant).")
+    "Reads of a slot that served two or more facts for it (the uniqueness invariant).")
 REORDERS = MetricDef(
     metric_name("reorders"), "counter", ("backend", "scenario"),
     "Reads that served records out of causal order, or a stale fact (causal monotonicity).")
@@ -146,16 +154,30 @@ RESURRECTIONS = MetricDef(
     "Reads that served records of a deleted entity (deletion monotonicity).")
 DUPLICATES = MetricDef(
     metric_name("duplicates"), "counter", ("backend", "scenario"),
-    "Reads that served one fact twice (semantic normalization).")
+    "Facts a read served twice for one slot, one per read, slot and fact, so it can "
+    "exceed the reads (semantic normalization).")
 LOST_WRITES = MetricDef(
     metric_name("lost_writes"), "counter", ("backend", "scenario"),
     "Acknowledged writes that a later read no longer served (durability).")
 ISOLATION_LEAKS = MetricDef(
     metric_name("isolation_leaks"), "counter", ("backend", "scenario"),
-    "Reads that served a value written in another namespace (isolation).")
+    "Records served whose value was written only in another namespace (isolation).")
 PHANTOMS = MetricDef(
     metric_name("phantoms"), "counter", ("backend", "scenario"),
-    "Reads that served a value no write produced (reported under durability).")
+    "Records served whose value no write produced (reported under durability).")
+CHECKS = MetricDef(
+    metric_name("checks"), "counter", ("backend", "scenario", "invariant"),
+    "Opportunities for a violation each invariant examined, in its own unit "
+    "(docs/invariants.md): the denominator of its rate, results.json's checked.")
+FAILED_CHECKS = MetricDef(
+    metric_name("failed_checks"), "counter", ("backend", "scenario", "invariant"),
+    "Checks that found a violation: the numerator of each invariant's rate, results.json's "
+    "rate_numerator; never above memcert_checks_total.")
+VIOLATIONS_BY_CAUSE = MetricDef(
+    metric_name("violations"), "counter", ("backend", "scenario", "invariant", "cause"),
+    "Violations by invariant and root cause (invariants.causes), every cause from 0; summed "
+    "over cause, an invariant's equals its violation counters (durability: lost writes + "
+    "phantoms).")
 RUN_INFO = MetricDef(
     metric_name("run"), "info", ("backend", "suite", "version", "seed", "level"),
     "The run: memcert's version, the plan's seed and the normalization level claimed.")
@@ -198,8 +220,18 @@ VIOLATION_METRICS: Mapping[str, MetricDef] = {
 }
 """Each checker's violation counter."""
 
+INVARIANT_OF: Mapping[str, str] = {
+    checker: invariant for invariant, checkers in INVARIANTS.items() for checker in checkers}
+"""The results.json invariant each checker's checks count under (phantom: durability)."""
+
+CAUSES_OF: Mapping[str, tuple[str, ...]] = {
+    invariant: tuple(cause for checker in checkers for cause in CAUSES[checker])
+    for invariant, checkers in INVARIANTS.items()}
+"""Each invariant's causes, its checkers' in turn: the ``cause`` label's fixed values."""
+
 METRICS: tuple[MetricDef, ...] = (
-    OPERATIONS, READS, DURATION, *VIOLATION_METRICS.values(), RUN_INFO,
+    OPERATIONS, READS, DURATION, *VIOLATION_METRICS.values(), CHECKS, FAILED_CHECKS,
+    VIOLATIONS_BY_CAUSE, RUN_INFO,
     LAST_RUN, LAST_SUCCESS, LAST_RESULT, RUN_DURATION,
     LOAD_REQUESTS, LOAD_DURATION, LOAD_USERS, LOAD_WORKERS,
 )
@@ -245,16 +277,25 @@ class RunMetrics(Collector):
     """The live metrics of one run; register it in a registry, and observe the recorder.
 
     ``violations`` returns the online checkers' counts by checker name (pass
-    ``CheckerSuite.violation_counts``); it is called at scrape time only.
+    ``CheckerSuite.violation_counts``), ``rate_terms`` their (failed checks, checks) by
+    checker name (``CheckerSuite.rate_terms``), and ``causes`` their violations by
+    checker name and cause (``CheckerSuite.cause_counts``); all are called at scrape time
+    only. Without ``rate_terms`` no checks are exported, and without ``causes`` no
+    violations by cause: a zero there would claim a check that was never made.
     """
 
     def __init__(self, *, backend: str, suite: str, level: str, seed: int,
-                 violations: Callable[[], Mapping[str, int]]) -> None:
+                 violations: Callable[[], Mapping[str, int]],
+                 rate_terms: Callable[[], Mapping[str, tuple[int, int]]] | None = None,
+                 causes: Callable[[], Mapping[str, Mapping[str, int]]] | None = None,
+                 ) -> None:
         self._backend = backend
         self._suite = suite
         self._info = {"backend": backend, "suite": suite, "version": version(),
                       "seed": str(seed), "level": level}
         self._violations = violations
+        self._rate_terms = rate_terms
+        self._causes = causes
         self._lock = threading.Lock()
         self._scenario = ""
         self._started: dict[int, int] = {}
@@ -267,7 +308,7 @@ class RunMetrics(Collector):
 
     def begin_scenario(self, name: str) -> None:
         """Violations found from now on belong to ``name``, until the next one begins."""
-        counts = dict(self._violations())
+        counts = self._counts()
         with self._lock:
             self._close_scenario(counts)
             self._scenario = name
@@ -295,13 +336,33 @@ class RunMetrics(Collector):
 
     def finish(self, *, success: bool, duration_s: float, ended_at: float | None = None) -> None:
         """The run is over: set the batch gauges, and freeze the violation counts."""
-        counts = dict(self._violations())
+        counts = self._counts()
         with self._lock:
             self._close_scenario(counts)
             self._base = counts
             self._scenario = ""
             self._finished = (time.time() if ended_at is None else ended_at, success,
                               duration_s)
+
+    def _counts(self) -> dict[str, int]:
+        """The online checkers' counts now: violations by checker name, each
+        invariant's checks and failed checks as ``invariant/checks`` and
+        ``invariant/failed_checks``, summed over its checkers as results.json sums them,
+        and its violations per cause as ``invariant/cause/CAUSE``."""
+        counts = dict(self._violations())
+        if self._rate_terms is not None:
+            for checker, (failed, checks) in self._rate_terms().items():
+                invariant = INVARIANT_OF[checker]
+                for term, n in (("failed_checks", failed), ("checks", checks)):
+                    key = f"{invariant}/{term}"
+                    counts[key] = counts.get(key, 0) + n
+        if self._causes is not None:
+            for checker, by_cause in self._causes().items():
+                invariant = INVARIANT_OF[checker]
+                for cause, n in by_cause.items():
+                    key = f"{invariant}/cause/{cause}"
+                    counts[key] = counts.get(key, 0) + n
+        return counts
 
     def _close_scenario(self, counts: Mapping[str, int]) -> None:
         if not self._scenario:
@@ -311,7 +372,7 @@ class RunMetrics(Collector):
             closed[checker] = closed.get(checker, 0) + count - self._base.get(checker, 0)
 
     def collect(self) -> Iterator[Metric]:
-        counts = dict(self._violations())
+        counts = self._counts()
         with self._lock:
             ops = dict(self._ops)
             reads = dict(self._reads)
@@ -339,6 +400,23 @@ class RunMetrics(Collector):
                 family.add_metric([backend, scenario],
                                   per_scenario.get(scenario, {}).get(checker, 0))
             yield family
+        for definition, term in ((CHECKS, "checks"), (FAILED_CHECKS, "failed_checks")):
+            family = _counter(definition)
+            if self._rate_terms is not None:
+                for scenario in sorted(reads):
+                    for invariant in INVARIANTS:
+                        family.add_metric([backend, scenario, invariant], per_scenario.get(
+                            scenario, {}).get(f"{invariant}/{term}", 0))
+            yield family
+        family = _counter(VIOLATIONS_BY_CAUSE)
+        if self._causes is not None:
+            for scenario in sorted(reads):
+                found = per_scenario.get(scenario, {})
+                for invariant, causes in CAUSES_OF.items():
+                    for cause in causes:
+                        family.add_metric([backend, scenario, invariant, cause],
+                                          found.get(f"{invariant}/cause/{cause}", 0))
+        yield family
         histogram = HistogramMetricFamily(DURATION.name, DURATION.help,
                                           labels=DURATION.labels)
         for (scenario, op), (buckets, sum_ns) in sorted(durations.items()):
@@ -510,10 +588,13 @@ class Exporter:
 
     @classmethod
     def start(cls, options: MetricsOptions, *, backend: str, suite: str, level: str,
-              seed: int, violations: Callable[[], Mapping[str, int]]) -> Exporter:
+              seed: int, violations: Callable[[], Mapping[str, int]],
+              rate_terms: Callable[[], Mapping[str, tuple[int, int]]] | None = None,
+              causes: Callable[[], Mapping[str, Mapping[str, int]]] | None = None,
+              ) -> Exporter:
         registry = options.registry if options.registry is not None else CollectorRegistry()
         metrics = RunMetrics(backend=backend, suite=suite, level=level, seed=seed,
-                             violations=violations)
+                             violations=violations, rate_terms=rate_terms, causes=causes)
         registry.register(metrics)
         exporter = cls(options, metrics, registry, {"backend": backend, "suite": suite})
         if options.port is not None:

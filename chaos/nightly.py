@@ -1,21 +1,29 @@
 """``memcert nightly``: the long chaos run, and the report a person opens in the morning.
 
 Each night gets a folder of its own under ``--out``, named by its UTC start time
-(``2026-11-29T020000Z``), holding what ``memcert certify`` writes (``results.json``,
-``junit.xml``, ``history.jsonl``) and ``report.html``. ``index.html``, in the parent
+(``2026-11-29T020000Z``), holding what ``memcert certify --compress`` writes
+(``results.json``, ``junit.xml``, ``history.jsonl.zst``) and ``report.html``. Thirty nights
+are kept by default, so each night's history is compressed; the report notes its size,
+compressed and plain, and the index what the nights kept take on disk. ``index.html``, in the parent
 folder and in every night's folder, links the nights kept there and charts each
-invariant's rate across them. Every page is one self-contained file: styles, script and
+invariant's rate across them; its embedded data (``<script id="data">``) keeps each
+night's verdicts, rates and violations per cause, so that nights can be compared
+without opening every results.json. Every page is one self-contained file: styles, script and
 charts are inline, so it opens offline, from a mail attachment or an artifact store.
 
 ``report.html`` shows:
 
-- the verdict per invariant, the seed and the command that reproduces the run;
+- the verdict per invariant, with its violations per root cause, the seed and the
+  command that reproduces the run;
 - a timeline per worker: each pixel column is a slice of the run, coloured by what the
   worker's operations did there, with the operations that witness a violation marked;
-- per scenario, the violation rates and the latency distribution, read from the run's
-  own metrics (:mod:`chaos.metrics`), the same numbers the dashboards show;
-- the minimal counterexamples: each violation's explanation ("Let … Then …") and the
-  history lines of its witnesses;
+- per scenario, each invariant's rate (failed checks per check, in the invariant's own
+  unit), its violations by cause and the latency distribution, read from the run's own
+  metrics (:mod:`chaos.metrics`), the same numbers the dashboards show;
+- the minimal counterexamples, per checker and root cause: the cause's count, its fix
+  paragraph (:data:`invariants.causes.FIXES`, long form in docs/fix-your-backend.md
+  under the cause's anchor), and its examples' explanations with the history lines of
+  their witnesses;
 - coverage of the fault conditions the scenarios require, and the faults that fired.
 
 The verdict and the exit code are certify's; the report only presents them.
@@ -24,36 +32,49 @@ The verdict and the exit code are certify's; the report only presents them.
 from __future__ import annotations
 
 import html
+import io
 import json
 import math
 import re
 import shutil
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import zstandard
 from prometheus_client import CollectorRegistry
 
+from invariants.causes import FIX_PAGE, FIXES
 from invariants.errors import InvalidArgument
-from invariants.history import Paraphrase
-from invariants.verdict import Violation, render_explanation
+from invariants.history import Paraphrase, find_history
+from invariants.verdict import ReadRef, Violation, cited, render_explanation
 from scenarios import load_suite
 from scenarios.conditions import CONDITIONS
 
 from .certify import STATEFUL_SHARE, CertifyOptions, Progress, certify
-from .metrics import BUCKETS_S, DURATION, READS, VIOLATION_METRICS, MetricsOptions
-from .report import Report
+from .explain import cause_counts, examples_by_cause, most_telling
+from .metrics import (
+    BUCKETS_S,
+    CHECKS,
+    DURATION,
+    FAILED_CHECKS,
+    READS,
+    VIOLATION_METRICS,
+    VIOLATIONS_BY_CAUSE,
+    MetricsOptions,
+)
+from .report import INVARIANTS, Report, format_rate
 
 __all__ = ["NightlyOptions", "NightlyResult", "nightly", "render_index", "render_report"]
 
 NIGHT_FORMAT = "%Y-%m-%dT%H%M%SZ"
 _NIGHT_NAME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{6}Z(-\d+)?$")
 TIMELINE_BINS = 600
-COUNTEREXAMPLES = 5
-"""Violations shown in full per checker; results.json keeps more."""
+COUNTEREXAMPLES = 2
+"""Violations shown in full per checker and cause; results.json keeps more."""
 
 # Timeline codes, in rising priority: a slice shows the most telling thing in it.
 _CODES = ".rwdxeuV"
@@ -78,6 +99,8 @@ class NightlyOptions:
     keep: int = 30
     stateful_share: float = STATEFUL_SHARE
     skip: tuple[str, ...] = ()
+    compress: bool = True
+    """Record ``history.jsonl.zst`` (the default) rather than ``history.jsonl``."""
 
     def __post_init__(self) -> None:
         if isinstance(self.keep, bool) or not isinstance(self.keep, int) or self.keep < 0:
@@ -112,16 +135,22 @@ def nightly(factory: Any = None, options: NightlyOptions | None = None, *,
         budget_s=options.budget_s or suite.budget_s, seed=options.seed, level=options.level,
         workers=options.workers, out=folder, suite=options.suite,
         processes=options.processes, stateful_share=options.stateful_share,
-        skip=options.skip), progress=progress, metrics=metrics)
+        skip=options.skip, compress=options.compress), progress=progress, metrics=metrics)
+    history = find_history(folder)
+    if history is None:
+        raise FileNotFoundError(f"certify left no history in {folder}")
     page = render_report(report, suite=options.suite, started=started,
-                         history=folder / "history.jsonl", workers=options.workers,
+                         history=history, workers=options.workers,
                          samples=_samples(registry))
     (folder / "report.html").write_text(page, encoding="utf-8")
     removed = _prune(options.out, options.keep, keep_also=folder)
     nights = _nights(options.out)
     index = options.out / "index.html"
-    index.write_text(render_index(nights, prefix=""), encoding="utf-8")
-    (folder / "index.html").write_text(render_index(nights, prefix="../"), encoding="utf-8")
+    kept_bytes = sum(_size_on_disk(options.out / name) for name, _ in nights)
+    index.write_text(render_index(nights, prefix="", history_bytes=kept_bytes),
+                     encoding="utf-8")
+    (folder / "index.html").write_text(
+        render_index(nights, prefix="../", history_bytes=kept_bytes), encoding="utf-8")
     return NightlyResult(report, folder, index, removed)
 
 
@@ -149,6 +178,12 @@ def _nights(out: Path) -> list[tuple[str, dict[str, Any]]]:
             except (OSError, ValueError):
                 continue
     return nights
+
+
+def _size_on_disk(folder: Path) -> int:
+    """The bytes of the history kept in a night's folder; 0 if it has none."""
+    history = find_history(folder)
+    return history.stat().st_size if history is not None else 0
 
 
 def _prune(out: Path, keep: int, *, keep_also: Path) -> tuple[Path, ...]:
@@ -216,6 +251,22 @@ class _Timeline:
     scenarios: list[dict[str, Any]]
     operations: dict[int, list[str]]
     """The history lines of each witness: its invocation, then its completion."""
+    plain_bytes: int
+    """The size of the history's lines, decompressed: counted as they were read."""
+
+
+def _lines(history: Path) -> Iterator[bytes]:
+    """The history's lines, each with its newline, read a buffer at a time; a compressed
+    history (told by its first bytes, as every reader tells it) is decompressed as it
+    is read, so the file is never held whole, plain or not."""
+    with open(history, "rb") as raw:
+        compressed = raw.read(len(zstandard.FRAME_HEADER)) == zstandard.FRAME_HEADER
+        raw.seek(0)
+        if not compressed:
+            yield from raw
+            return
+        reader = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
+        yield from io.BufferedReader(reader)
 
 
 def _timeline(history: Path, report: Report, workers: int, witnesses: set[int]) -> _Timeline:
@@ -224,28 +275,34 @@ def _timeline(history: Path, report: Report, workers: int, witnesses: set[int]) 
     certify numbers workers per scenario, in suite order: scenario ``i`` runs workers
     ``i * (W + 1)`` to ``i * (W + 1) + W - 1`` and does its final reads as worker
     ``i * (W + 1) + W``.
+
+    The file is streamed twice, the first time only for its span and its size.
     """
-    lines = history.read_text(encoding="utf-8").splitlines()
-    if not lines:
-        return _Timeline(TIMELINE_BINS, 0.0, [], [], [], {})
-    first, last = json.loads(lines[0])["time_ns"], json.loads(lines[-1])["time_ns"]
+    plain_bytes, head, tail = 0, b"", b""
+    for line in _lines(history):
+        plain_bytes += len(line)
+        head = head or line
+        tail = line
+    if not plain_bytes:
+        return _Timeline(TIMELINE_BINS, 0.0, [], [], [], {}, 0)
+    first, last = json.loads(head)["time_ns"], json.loads(tail)["time_ns"]
     width = max(1, last - first)
     rows: dict[int, list[int]] = {}
     invoked: dict[int, tuple[int, int]] = {}
     spans: dict[int, list[int]] = {}
     operations: dict[int, list[str]] = {}
     marks = []
-    for line in lines:
+    for line in _lines(history):
         entry = json.loads(line)
         worker, at = entry["worker"], entry["time_ns"]
         if entry["type"] == "invoke":
             invoked[worker] = (entry["index"], at)
             if entry["index"] in witnesses:
-                operations[entry["index"]] = [line]
+                operations[entry["index"]] = [line.decode("utf-8").rstrip("\n")]
             continue
         index, since = invoked.pop(worker, (entry["index"], at))
         if index in witnesses:
-            operations.setdefault(index, []).append(line)
+            operations.setdefault(index, []).append(line.decode("utf-8").rstrip("\n"))
         code = ("V" if index in witnesses else _CODE_OF_OK[entry["f"]] if entry["type"] == "ok"
                 else "u" if entry["type"] == "info"
                 else "x" if isinstance(entry["result"], dict) else "e")
@@ -270,6 +327,7 @@ def _timeline(history: Path, report: Report, workers: int, witnesses: set[int]) 
         scenarios=[{"name": _name(names, i), "from": (a - first) / width,
                     "to": (b - first) / width} for i, (a, b) in sorted(spans.items())],
         operations=operations,
+        plain_bytes=plain_bytes,
     )
 
 
@@ -287,12 +345,15 @@ def _name(names: Sequence[str], i: int) -> str:
 def render_report(report: Report, *, suite: str, started: datetime, history: Path,
                   workers: int, samples: Mapping[str, Sequence[_Sample]]) -> str:
     """The night's self-contained page."""
-    shown = {name: result.violations[:COUNTEREXAMPLES] for name, result in report.checks.items()}
-    witnesses = {i for violations in shown.values() for v in violations for i in v.witnesses}
+    shown = _shown(report)
+    witnesses = {i for by_cause in shown.values() for violations in by_cause.values()
+                 for v in violations for i in v.witnesses}
     timeline = _timeline(history, report, workers, witnesses)
     reads = _by_scenario(samples, f"{READS.name}_total")
-    rates = {checker: _by_scenario(samples, f"{metric.name}_total")
-             for checker, metric in VIOLATION_METRICS.items()}
+    violations = {checker: _by_scenario(samples, f"{metric.name}_total")
+                  for checker, metric in VIOLATION_METRICS.items()}
+    rates = _rates(samples)
+    causes = _scenario_causes(samples)
     latency = _latency(samples)
     scenarios = [s.name for s in report.scenarios]
     title = f"memcert {suite}: {report.backend} — {report.verdict}{report.skipped_on_request}"
@@ -303,8 +364,8 @@ def render_report(report: Report, *, suite: str, started: datetime, history: Pat
         f"{report.history_entries:,} history entries.</p>",
         f"<p>Reproduce: <code>{_e(report.command)}</code></p>",
         '<p><a href="results.json">results.json</a> · <a href="junit.xml">junit.xml</a> · '
-        '<a href="history.jsonl">history.jsonl</a> · <a href="index.html">all nights</a></p>'
-        "</header>",
+        f'{_history_link(history, timeline.plain_bytes)} · <a href="index.html">all nights</a>'
+        "</p></header>",
         _verdict_table(report),
         "<h2>Timeline</h2>",
         '<p class="note">One row per worker, grouped by scenario; time runs left to right. '
@@ -315,9 +376,10 @@ def render_report(report: Report, *, suite: str, started: datetime, history: Pat
         '<div id="tip" hidden></div></div>',
         "<h2>Per scenario</h2>",
         '<div class="charts">',
-        *(_scenario_charts(name, reads.get(name, 0.0), {c: r.get(name, 0.0)
-                                                        for c, r in rates.items()},
-                           latency.get(name, {})) for name in scenarios),
+        *(_scenario_charts(name, reads.get(name, 0.0),
+                           sum(v.get(name, 0.0) for v in violations.values()),
+                           rates.get(name, {}), causes.get(name, []), latency.get(name, {}))
+          for name in scenarios),
         "</div>",
         "<h2>Counterexamples</h2>",
         _counterexamples(report, shown, timeline.operations),
@@ -329,12 +391,64 @@ def render_report(report: Report, *, suite: str, started: datetime, history: Pat
     return _page(title, "\n".join(body), script=_TIMELINE_JS, data=data)
 
 
+def _invariant_causes(report: Report) -> dict[str, dict[str, int]]:
+    """Per results.json invariant, its violations per cause, as the verdict table
+    counts them: the causes of each of its checkers that ran, 0 included."""
+    return {name: cause_counts(report.checks[c] for c in checkers if c in report.checks)
+            for name, checkers in INVARIANTS.items()}
+
+
+def _by_count(counts: Mapping[str, int]) -> list[tuple[str, int]]:
+    """Causes by falling count; ties keep their order (CAUSES' own)."""
+    return sorted(counts.items(), key=lambda item: -item[1])
+
+
+def _shown(report: Report) -> dict[str, dict[str, list[Violation]]]:
+    """Per checker and cause found (most violations first), the kept violations of that
+    cause shown in full: the most telling first, as the verdict table picks it, then
+    the next that cites other operations, :data:`COUNTEREXAMPLES` at most; none where
+    the checker kept no violation of it (results.json keeps the first few only)."""
+    shown: dict[str, dict[str, list[Violation]]] = {}
+    for checker, result in report.checks.items():
+        kept = examples_by_cause([result])
+        by_cause: dict[str, list[Violation]] = {}
+        for cause, n in _by_count(result.causes):
+            if not n:
+                continue
+            examples = kept.get(cause, [])
+            if examples:
+                best = most_telling(examples)
+                examples = [best, *(v for v in examples if v is not best)]
+            chosen: dict[tuple[int, ...], Violation] = {}
+            for v in examples:
+                if len(chosen) < COUNTEREXAMPLES:
+                    chosen.setdefault(_writes_cited(v), v)
+            by_cause[cause] = list(chosen.values())
+        if by_cause:
+            shown[checker] = by_cause
+    return shown
+
+
+def _writes_cited(violation: Violation) -> tuple[int, ...]:
+    """The operations an example cites other than its read: two examples citing the
+    same ones differ only in the read that saw them, and are shown once."""
+    return tuple(ref.op for _, ref in cited(violation.explanation)
+                 if not isinstance(ref, ReadRef))
+
+
 def _verdict_table(report: Report) -> str:
+    causes = _invariant_causes(report)
     rows = ["<table><tr><th>invariant</th><th>verdict</th><th>violations</th>"
-            "<th>checked</th><th>rate</th><th>notes</th></tr>"]
+            "<th>failed checks</th><th>checked</th><th>rate</th><th>rate of</th>"
+            "<th>by cause</th><th>notes</th></tr>"]
     for name, v in report.invariants.items():
+        by_cause = ", ".join(
+            f'<a href="#cause-{_e(cause)}">{_e(cause)}</a> {n:,}' if n else f"{_e(cause)} 0"
+            for cause, n in _by_count(causes.get(name, {}))) if v.violations else ""
         rows.append(f'<tr class="{v.verdict}"><td>{_e(name)}</td><td>{_e(v.verdict)}</td>'
-                    f"<td>{v.violations:,}</td><td>{v.checked:,}</td><td>{v.rate:.4%}</td>"
+                    f"<td>{v.violations:,}</td><td>{v.rate_numerator:,}</td>"
+                    f"<td>{v.checked:,}</td><td>{format_rate(v.rate)}</td>"
+                    f"<td>{_e(v.rate_definition)}</td><td>{by_cause}</td>"
                     f"<td>{_e('; '.join(v.notes))}</td></tr>")
     rows.append("</table>")
     if report.errors:
@@ -356,17 +470,44 @@ def _legend() -> str:
         for c, m in _MEANING.items()) + "</p>"
 
 
-def _scenario_charts(name: str, reads: float, violations: Mapping[str, float],
+def _rates(samples: Mapping[str, Sequence[_Sample]]) -> dict[str, dict[str, float]]:
+    """Per scenario, each invariant's failed checks over its checks: results.json's
+    rate, restricted to the scenario."""
+    terms: dict[str, dict[str, list[float]]] = defaultdict(
+        lambda: {name: [0.0, 0.0] for name in INVARIANTS})
+    for position, metric in enumerate((FAILED_CHECKS, CHECKS)):
+        for sample in samples.get(f"{metric.name}_total", ()):
+            terms[sample.labels["scenario"]][sample.labels["invariant"]][position] += sample.value
+    return {scenario: {name: failed / checks if checks else 0.0
+                       for name, (failed, checks) in by_invariant.items()}
+            for scenario, by_invariant in terms.items()}
+
+
+def _scenario_causes(samples: Mapping[str, Sequence[_Sample]],
+                     ) -> dict[str, list[tuple[str, str, int]]]:
+    """Per scenario, the (invariant, cause, violations) its metrics found, most first."""
+    found: dict[str, list[tuple[str, str, int]]] = defaultdict(list)
+    for sample in samples.get(f"{VIOLATIONS_BY_CAUSE.name}_total", ()):
+        if sample.value:
+            labels = sample.labels
+            found[labels["scenario"]].append(
+                (labels["invariant"], labels["cause"], int(sample.value)))
+    return {scenario: sorted(causes, key=lambda c: -c[2]) for scenario, causes in found.items()}
+
+
+def _scenario_charts(name: str, reads: float, violations: float, rates: Mapping[str, float],
+                     causes: Sequence[tuple[str, str, int]],
                      latency: Mapping[str, Sequence[int]]) -> str:
-    bars = [(checker, count / reads if reads else 0.0) for checker, count in violations.items()]
+    bars = [(invariant, rates.get(invariant, 0.0)) for invariant in INVARIANTS]
+    by_cause = "; ".join(f"{_e(invariant)} {_e(cause)} {n:,}" for invariant, cause, n in causes)
     return (f'<section class="scenario"><h3>{_e(name)}</h3>'
-            f"<p>{int(reads):,} reads checked; {int(sum(violations.values())):,} "
-            "violations.</p>"
-            f"{_bar_chart(bars, title='violations per read', percent=True)}"
+            f"<p>{int(reads):,} reads; {int(violations):,} violations"
+            f"{f' (by cause: {by_cause})' if by_cause else ''}.</p>"
+            f"{_bar_chart(bars, title='rate: failed checks per check')}"
             f"{_latency_chart(latency)}</section>")
 
 
-def _bar_chart(bars: Sequence[tuple[str, float]], *, title: str, percent: bool) -> str:
+def _bar_chart(bars: Sequence[tuple[str, float]], *, title: str) -> str:
     width, row, label = 420, 18, 170
     top = max((value for _, value in bars), default=0.0) or 1.0
     parts = [f'<svg class="chart bars" width="{width}" height="{row * len(bars) + 24}" '
@@ -375,7 +516,7 @@ def _bar_chart(bars: Sequence[tuple[str, float]], *, title: str, percent: bool) 
     for i, (name, value) in enumerate(bars):
         y = 20 + i * row
         length = (width - label - 70) * value / top
-        text = f"{value:.3%}" if percent else f"{value:g}"
+        text = format_rate(value)
         parts.append(f'<text x="0" y="{y + 12}">{_e(name)}</text>'
                      f'<rect x="{label}" y="{y + 2}" width="{length:.1f}" height="{row - 5}" '
                      f'class="{"bad" if value else "zero"}"><title>{_e(text)}</title></rect>'
@@ -413,33 +554,72 @@ def _latency_chart(latency: Mapping[str, Sequence[int]]) -> str:
     return "".join(parts)
 
 
+def _history_link(history: Path, plain_bytes: int) -> str:
+    """The link to the night's history, with its size; compressed, what it saves:
+    "history.jsonl.zst (6.1 MB compressed, 67 MB plain: 1/11)"."""
+    stored = history.stat().st_size
+    link = f'<a href="{_e(history.name)}">{_e(history.name)}</a>'
+    if stored >= plain_bytes:
+        return f"{link} ({_bytes(stored)})"
+    ratio = plain_bytes / max(1, stored)
+    shown = f"{ratio:.0f}" if ratio >= 10 else f"{ratio:.1f}"
+    return f"{link} ({_bytes(stored)} compressed, {_bytes(plain_bytes)} plain: 1/{shown})"
+
+
+def _bytes(count: int) -> str:
+    """A size as a reader takes it in: "6.1 MB", "67 MB", "820 kB"."""
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if count >= scale:
+            value = count / scale
+            return f"{value:.1f} {unit}" if value < 10 else f"{value:.0f} {unit}"
+    return f"{count} B"
+
+
 def _duration(seconds: float) -> str:
     return f"{seconds * 1e6:g}µs" if seconds < 1e-3 else (
         f"{seconds * 1e3:g}ms" if seconds < 1 else f"{seconds:g}s")
 
 
-def _counterexamples(report: Report, shown: Mapping[str, Sequence[Violation]],
+def _counterexamples(report: Report, shown: Mapping[str, Mapping[str, Sequence[Violation]]],
                      operations: Mapping[int, Sequence[str]]) -> str:
+    """Per checker and cause: the count, the fix paragraph once, then the examples."""
     parts = []
-    for checker, violations in shown.items():
-        if not violations:
-            continue
-        total = report.checks[checker].violation_count
-        parts.append(f"<h3>{_e(checker)}: {total:,} violation(s), {len(violations)} shown</h3>")
-        for violation in violations:
-            lines = [line for i in violation.witnesses for line in operations.get(i, ())]
+    for checker, by_cause in shown.items():
+        result = report.checks[checker]
+        parts.append(f"<h3>{_e(checker)}: {result.violation_count:,} violation(s)</h3>")
+        for cause, violations in by_cause.items():
             parts.append(
-                f'<div class="cex"><p>{_e(render_explanation(violation))}</p>'
-                f"<details><summary>history lines of ops "
-                f"{', '.join(map(str, violation.witnesses))}</summary>"
-                f"<pre>{_e(chr(10).join(lines))}</pre></details></div>")
+                f'<h4 id="cause-{_e(cause)}">{_e(cause)}: {result.causes[cause]:,} '
+                f"violation(s), {len(violations)} shown</h4>"
+                f'<p class="fix"><b>Fix.</b> {_e(FIXES.get(cause, ""))} <span class="note">'
+                f"The long form: <code>{_e(FIX_PAGE)}#{_e(cause)}</code> in memcert's "
+                "sources.</span></p>")
+            if not violations:
+                parts.append(f'<p class="note">No example of {_e(cause)} was kept: results.json '
+                             f"keeps the first {len(result.violations)} violations of "
+                             f"{_e(checker)}; <code>memcert replay</code> on this folder "
+                             "finds them all.</p>")
+            for violation in violations:
+                parts.append(_counterexample(violation, operations))
     for failure in (report.stateful or {}).get("failures", []):
+        texts = "".join(f'<p class="text">{_e(t)}</p>' for t in failure["explanations"])
         parts.append(
             f"<h3>{_e(', '.join(failure['checkers']))}: the stateful phase's shortest "
             f"program, {failure['steps']} step(s)</h3>"
-            f'<div class="cex">{"".join(f"<p>{_e(t)}</p>" for t in failure["explanations"])}'
-            f"<pre>{_e(failure['program'])}</pre></div>")
+            f'<div class="cex">{texts}<pre>{_e(failure["program"])}</pre></div>')
     return "\n".join(parts) or "<p>No violations: nothing to show.</p>"
+
+
+def _counterexample(violation: Violation, operations: Mapping[int, Sequence[str]]) -> str:
+    lines = [line for i in violation.witnesses for line in operations.get(i, ())]
+    seen = (f"{violation.repeats:,} violations cite the same operations"
+            if violation.repeats > 1 else "")
+    detail = "; ".join(part for part in (violation.detail, seen) if part)
+    detail = f'<p class="detail">{_e(detail)}</p>' if detail else ""
+    return (f'<div class="cex">{detail}<p class="text">{_e(render_explanation(violation))}</p>'
+            f"<details><summary>history lines of ops "
+            f"{', '.join(map(str, violation.witnesses))}</summary>"
+            f"<pre>{_e(chr(10).join(lines))}</pre></details></div>")
 
 
 def _coverage(report: Report) -> str:
@@ -471,19 +651,26 @@ def _coverage(report: Report) -> str:
 # -- index.html -----------------------------------------------------------------------
 
 
-def render_index(nights: Sequence[tuple[str, Mapping[str, Any]]], *, prefix: str) -> str:
-    """Every night kept, newest first, and each invariant's rate across nights."""
+def render_index(nights: Sequence[tuple[str, Mapping[str, Any]]], *, prefix: str,
+                 history_bytes: int | None = None) -> str:
+    """Every night kept, newest first, and each invariant's rate across nights; the
+    page's data holds each night's verdicts, rates and violations per cause.
+    ``history_bytes``, when given, is what the nights' histories take on disk."""
     invariants = list(dict.fromkeys(name for _, r in nights for name in r.get("invariants", {})))
-    charts = [_night_chart(name, [(night, float(r["invariants"].get(name, {}).get("rate", 0.0)))
-                                  for night, r in nights])
-              for name in invariants]
+    trends = [_night_trend(night, results) for night, results in nights]
+    charts = [_night_chart(name, [(t["night"], t["invariants"].get(name, {}))
+                                  for t in trends]) for name in invariants]
     rows = ["<table><tr><th>night</th><th>verdict</th><th>backend</th><th>seed</th>"
-            "<th>took</th>" + "".join(f"<th>{_e(n)}</th>" for n in invariants) + "</tr>"]
-    for night, results in reversed(nights):
+            "<th>took</th>" + "".join(f"<th>{_e(n)}</th>" for n in invariants)
+            + "<th>causes found</th></tr>"]
+    for (night, results), trend in zip(reversed(nights), reversed(trends), strict=True):
         cells = "".join(
-            f'<td class="{_e(results["invariants"].get(n, {}).get("verdict", ""))}">'
-            f'{float(results["invariants"].get(n, {}).get("rate", 0.0)):.3%}</td>'
+            f'<td class="{_e(trend["invariants"].get(n, {}).get("verdict", ""))}">'
+            f'{format_rate(float(trend["invariants"].get(n, {}).get("rate", 0.0)))}</td>'
             for n in invariants)
+        found = "; ".join(f"{n}: {_found(t['causes'])}" for n, t in trend["invariants"].items()
+                          if _found(t["causes"]))
+        cells += f"<td>{_e(found)}</td>"
         rows.append(f'<tr class="{_e(results.get("verdict", ""))}">'
                     f'<td><a href="{_e(prefix + night)}/report.html">{_e(night)}</a></td>'
                     f'<td>{_e(results.get("verdict", ""))}</td>'
@@ -492,30 +679,62 @@ def render_index(nights: Sequence[tuple[str, Mapping[str, Any]]], *, prefix: str
                     f'<td>{float(results.get("elapsed_s", 0.0)):.0f} s</td>{cells}</tr>')
     rows.append("</table>")
     body = ("<header><h1>memcert nights</h1>"
-            f"<p>{len(nights)} night(s) kept in this folder.</p></header>"
+            f"<p>{len(nights)} night(s) kept in this folder"
+            + (f"; their histories take {_bytes(history_bytes)} on disk"
+               if history_bytes is not None else "") + ".</p></header>"
             "<h2>Rates across nights</h2>"
             f'<div class="charts">{"".join(charts)}</div>'
             "<h2>Nights</h2>" + "\n".join(rows))
-    return _page("memcert nights", body)
+    return _page("memcert nights", body, data={"nights": trends})
 
 
-def _night_chart(name: str, points: Sequence[tuple[str, float]]) -> str:
+def _night_trend(night: str, results: Mapping[str, Any]) -> dict[str, Any]:
+    """What the index keeps of one night's results.json: per invariant its verdict,
+    rate and its two terms, violations, and violations per cause (its checkers'
+    ``causes``, summed as the verdict table sums them; {} for a night from before
+    causes were counted)."""
+    checks = results.get("checks", {})
+    invariants: dict[str, Any] = {}
+    for name, v in results.get("invariants", {}).items():
+        causes: dict[str, int] = {}
+        for checker in INVARIANTS.get(name, ()):
+            for cause, n in checks.get(checker, {}).get("causes", {}).items():
+                causes[cause] = causes.get(cause, 0) + int(n)
+        invariants[name] = {
+            "verdict": v.get("verdict", ""), "rate": float(v.get("rate", 0.0)),
+            "rate_numerator": int(v.get("rate_numerator", 0)),
+            "rate_denominator": int(v.get("rate_denominator", v.get("checked", 0))),
+            "violations": int(v.get("violations", 0)), "causes": causes}
+    return {"night": night, "verdict": results.get("verdict", ""),
+            "backend": results.get("backend", ""), "seed": results.get("seed"),
+            "invariants": invariants}
+
+
+def _found(causes: Mapping[str, int]) -> str:
+    """The causes found, most first: "alias 2,082, race 3"; "" when none."""
+    return ", ".join(f"{cause} {n:,}" for cause, n in _by_count(causes) if n)
+
+
+def _night_chart(name: str, nights: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
     width, height, left = 320, 150, 50
-    highest = max((v for _, v in points), default=0.0)
+    points = [(night, float(trend.get("rate", 0.0)), _found(trend.get("causes", {})))
+              for night, trend in nights]
+    highest = max((v for _, v, _ in points), default=0.0)
     top = highest or 1.0
     step = (width - left - 10) / max(1, len(points) - 1)
     coords = [(left + i * step, height - 25 - (height - 50) * v / top)
-              for i, (_, v) in enumerate(points)]
+              for i, (_, v, _) in enumerate(points)]
     dots = "".join(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3" class="{"bad" if v else "zero"}">'
-                   f"<title>{_e(night)}: {v:.3%}</title></circle>"
-                   for (x, y), (night, v) in zip(coords, points, strict=True))
+                   f"<title>{_e(night)}: {format_rate(v)}{_e(f' ({found})' if found else '')}"
+                   "</title></circle>"
+                   for (x, y), (night, v, found) in zip(coords, points, strict=True))
     line = " ".join(f"{x:.1f},{y:.1f}" for x, y in coords)
     return (f'<svg class="chart nights" width="{width}" height="{height}" role="img" '
             f'aria-label="{_e(name)} rate across nights"><text x="0" y="12" class="t">'
-            f"{_e(name)} (violations per check)</text>"
+            f"{_e(name)} (failed checks per check)</text>"
             f'<text x="0" y="{height - 25}" class="tick">0</text>'
             f'<text x="0" y="29" class="tick">'
-            f'{f"{highest:.2%}" if highest else "none found"}</text>'
+            f'{format_rate(highest) if highest else "none found"}</text>'
             f'<polyline points="{line}" fill="none" stroke="#555"/>{dots}</svg>')
 
 
@@ -541,6 +760,8 @@ margin-right:4px}
 #tip{position:absolute;background:#222;color:#fff;padding:2px 6px;font-size:12px;
 pointer-events:none}
 .cex{border-left:4px solid #d62728;padding-left:1em;margin:1em 0}.note{color:#555}
+h4{margin:1.2em 0 .3em}.fix{background:#eef6ee;border-left:4px solid #31a354;padding:.3em 1em}
+.detail{font-weight:600}.cex p.text{white-space:pre-wrap;font:12px/1.35 ui-monospace,monospace}
 """
 
 _TIMELINE_JS = """

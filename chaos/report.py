@@ -23,14 +23,29 @@ rest without its report pretending the fifth was kept.
 from __future__ import annotations
 
 import json
+import textwrap
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 from xml.etree import ElementTree
 
+from invariants.causes import FIX_PAGE
+from invariants.checkers import ALL_CHECKERS
 from invariants.verdict import CheckResult, Validity, render_explanation
 from scenarios.conditions import CONDITION_INVARIANT
+
+from .explain import (
+    WIDTH,
+    cause_counts,
+    cause_summary,
+    example_lines,
+    examples_by_cause,
+    fix_lines,
+    more_examples,
+    most_telling,
+    wrap,
+)
 
 __all__ = [
     "INVARIANTS",
@@ -38,6 +53,8 @@ __all__ = [
     "Report",
     "ScenarioSummary",
     "build_report",
+    "format_rate",
+    "rate_definition",
     "render_table",
 ]
 
@@ -57,7 +74,9 @@ Overall = Literal["certified", "failed", "unknown"]
 SKIP_NOTE = ("skipped at the certifier's request (--skip): checked and shown, but not part "
              "of the overall verdict")
 _OUTCOME = {Validity.VALID: "pass", Validity.INVALID: "fail", Validity.UNKNOWN: "unknown"}
-EXAMPLES = 3
+STATEFUL_PREFIX = "The stateful phase shrank this to"
+RATE_WIDTH = 100
+"""The widest line of the rates under the table."""
 
 
 @dataclass(frozen=True)
@@ -76,6 +95,15 @@ class InvariantVerdict:
     notes: tuple[str, ...] = ()
     found_by: tuple[str, ...] = ()
     programs: tuple[str, ...] = ()
+    rate_numerator: int = 0
+    """Checks that found a violation; ``rate`` is this over ``checked``."""
+    rate_denominator: int = 0
+    """Always ``checked``, kept under the name the checkers' results use."""
+    causes: Mapping[str, int] = field(default_factory=dict)
+    """Violations per root cause (``invariants.causes``), zeros included."""
+    shrinking: tuple[str, ...] = ()
+    """The stateful phase's notes on this invariant's programs (shrinking stopped early),
+    also in ``notes``; shown under the invariant even when its other notes are not."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -84,6 +112,9 @@ class InvariantVerdict:
             "checked": self.checked,
             "rate": self.rate,
             "rate_definition": self.rate_definition,
+            "rate_numerator": self.rate_numerator,
+            "rate_denominator": self.rate_denominator,
+            "causes": dict(self.causes),
             "examples": list(self.examples),
             "witnesses": [list(w) for w in self.witnesses],
             "missing_conditions": list(self.missing_conditions),
@@ -242,12 +273,14 @@ def _with_stateful(verdict: InvariantVerdict, checkers: tuple[str, ...],
     saved = stateful.get("saved", {})
     programs = tuple(dict.fromkeys(saved[c] for c in checkers if c in saved))
     explanations = tuple(
-        f"The stateful phase shrank this to {f['steps']} step(s):\n{text}"
+        f"{STATEFUL_PREFIX} {f['steps']} step(s):\n{text}"
         for f in found for text in f["explanations"]
         if text.split(":", 1)[0] in checkers)
+    shrinking = tuple(dict.fromkeys(n for f in found for n in f.get("notes", ())))
     return replace(
         verdict, verdict="fail", found_by=(*chaos, "stateful"), programs=programs,
-        examples=verdict.examples + explanations, notes=notes)
+        examples=verdict.examples + explanations, notes=notes + shrinking,
+        shrinking=shrinking)
 
 
 def _verdict(name: str, results: list[CheckResult], coverage: Mapping[str, int],
@@ -260,24 +293,33 @@ def _verdict(name: str, results: list[CheckResult], coverage: Mapping[str, int],
     if validity is Validity.VALID and missing:
         validity = Validity.UNKNOWN
     violations = sum(r.violation_count for r in results)
+    # Checkers combined under one invariant (durability and phantom) add their checks
+    # and their failed checks alike, so the rate stays one over the other.
     numerator = sum(r.rate_numerator for r in results)
-    denominator = max((r.rate_denominator for r in results), default=0)
-    examples = tuple(render_explanation(v) for r in results for v in r.violations)[:EXAMPLES]
-    witnesses = tuple(v.witnesses for r in results for v in r.violations)[:EXAMPLES]
+    denominator = sum(r.rate_denominator for r in results)
+    causes = cause_counts(results)
+    by_cause = examples_by_cause(results)
+    telling = [most_telling(by_cause[c]) for c, n in sorted(causes.items(), key=lambda cn: -cn[1])
+               if n and c in by_cause]
+    examples = tuple(render_explanation(v) for v in telling)
+    witnesses = tuple(v.witnesses for v in telling)
     notes = tuple(n for r in results for n in r.notes)
     if missing:
         notes += (f"required condition(s) never occurred: {', '.join(missing)}",)
     if not restore_supported and name == "deletion_monotonicity":
         notes += ("restore is not implemented by this backend: restore checks skipped",)
-    definition = " + ".join(dict.fromkeys(
-        f"{r.rate_numerator_name} per {r.rate_denominator_name}" for r in results))
+    definition = _definition([(r.rate_numerator_name, r.rate_denominator_name)
+                              for r in results])
     return InvariantVerdict(
         name=name,
         verdict=_OUTCOME[validity],  # type: ignore[arg-type]
         violations=violations,
-        checked=sum(r.checked for r in results),
+        checked=denominator,
         rate=numerator / denominator if denominator else 0.0,
         rate_definition=definition,
+        rate_numerator=numerator,
+        rate_denominator=denominator,
+        causes=causes,
         examples=examples,
         witnesses=witnesses,
         missing_conditions=missing,
@@ -320,18 +362,24 @@ def _command_name(report: Report) -> str:
     return " ".join(words) if len(words) == 2 else "memcert certify"
 
 
-def render_table(report: Report) -> str:
-    """The verdict table a person reads at the end of ``memcert certify``."""
+def render_table(report: Report, *, verbose: bool = False) -> str:
+    """What a person reads at the end of ``memcert certify``: the verdict table with
+    each failed invariant's violations per cause, one example per cause, the fixes,
+    and how to reproduce; ``verbose`` adds every kept example."""
     rows = [("invariant", "verdict", "violations", "checked", "rate")]
     for name, v in report.invariants.items():
         rows.append((name, v.verdict.upper() if v.verdict == "fail" else v.verdict,
-                     str(v.violations), str(v.checked), f"{v.rate:.4f}"))
+                     f"{v.violations:,}", f"{v.checked:,}", format_rate(v.rate)))
     widths = [max(len(row[i]) for row in rows) for i in range(5)]
     lines = ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip()
              for row in rows]
+    for i, v in enumerate(report.invariants.values(), start=1):
+        if v.violations and any(v.causes.values()):
+            room = WIDTH - len(lines[i]) - 4
+            lines[i] += f"  ({cause_summary(v.causes, room)})"
     lines.insert(1, "  ".join("-" * w for w in widths))
     out = [f"{_command_name(report)} {report.backend}  (seed {report.seed}, level "
-           f"{report.level})", "", *lines, ""]
+           f"{report.level})", "", *lines, *_rate_lines(report), ""]
     starved = [s for s in report.scenarios
                if s.steps_planned and not s.steps_done and not s.stopped]
     for scenario in starved:
@@ -345,20 +393,30 @@ def render_table(report: Report) -> str:
                    "no stateful phase")
     if starved or report.stopped:
         out.append("")
+    fixes: list[str] = []
+    programs: list[str] = []
     for name, v in report.invariants.items():
+        results = [report.checks[c] for c in INVARIANTS[name] if c in report.checks]
         if v.verdict in ("fail", "unknown"):
-            found = f" (found by {' and '.join(v.found_by)})" if v.found_by else ""
-            out.append(f"{name}: {v.verdict}{found}")
-            out.extend(f"  shortest program: {path}" for path in v.programs)
-            out.extend(f"  {line}" for text in v.examples + v.notes
-                       for line in text.splitlines())
+            by = f" (found by {', '.join(v.found_by)})" if v.found_by else ""
+            out.append(f"{name}: {v.verdict}{by}")
+            programs.extend(_in_out(p) for p in v.programs)
+            out.extend(_findings(v, results, verbose=verbose))
+            fixes.extend(c for c, n in sorted(v.causes.items(), key=lambda cn: -cn[1]) if n)
             out.append("")
         elif v.verdict == "skipped":
-            found = (f": {v.violations} violation(s) found, not judged" if v.violations
+            found = (f": {v.violations:,} violation(s) found, not judged" if v.violations
                      else ", nothing found")
             out.append(f"{name}: skipped at your request (--skip){found}")
-            out.extend(f"  {line}" for text in v.examples for line in text.splitlines())
+            out.extend(example_lines(v.causes, results, verbose=verbose))
             out.append("")
+    if fixes:
+        out.append(f"how to fix, per cause (the long form: {FIX_PAGE}#<cause>):")
+        out.extend(fix_lines(fixes))
+        out.append("")
+    if programs:
+        out.extend(wrap("shortest programs, each runs on its own: " + ", ".join(programs),
+                        "", "    "))
     for name, (count, first) in sorted(report.errors.items(), key=lambda kv: -kv[1][0]):
         out.append(f"the backend raised {name} {count} time(s), outcome unknown; first: "
                    f"{first[:160]}")
@@ -368,7 +426,98 @@ def render_table(report: Report) -> str:
     out.extend(f"scenario {s.name} not run: {s.not_run}" for s in skipped)
     if skipped:
         out.append("")
+    more = sum(more_examples(report.checks[c] for c in INVARIANTS[n] if c in report.checks)
+               for n, v in report.invariants.items() if v.verdict == "fail")
+    if more and not verbose:
+        out.append(f"-v shows {more:,} more example(s)")
     out.append(f"verdict: {report.verdict.upper()}{report.skipped_on_request}")
     if report.verdict != "certified":
-        out.append(f"reproduce: {report.command}")
+        out.extend(_command_lines(f"reproduce: {report.command}"))
     return "\n".join(out)
+
+
+def _command_lines(text: str) -> list[str]:
+    """A shell command in lines of at most :data:`WIDTH` columns, continued with a
+    backslash, so that it still pastes as one command."""
+    lines = textwrap.wrap(text, width=WIDTH - 2, subsequent_indent="    ",
+                          break_long_words=False, break_on_hyphens=False)
+    return [line + " \\" for line in lines[:-1]] + lines[-1:]
+
+
+def _findings(v: InvariantVerdict, results: Sequence[CheckResult], *,
+              verbose: bool) -> list[str]:
+    """A failed or unknown invariant's evidence: its examples per cause, the stateful
+    phase's explanation when the chaos history found nothing (or with ``verbose``),
+    then the notes, which qualify a pass or an unknown and, for a failure, only
+    ``verbose`` shows."""
+    lines = example_lines(v.causes, results, verbose=verbose)
+    stateful = [text for text in v.examples if text.startswith(STATEFUL_PREFIX)]
+    if not verbose:
+        stateful = stateful[:1]
+    if stateful and (verbose or not v.violations):
+        for text in stateful:
+            for line in text.splitlines():
+                lines.extend(wrap(line, "  ", "      "))
+    for note in v.notes:
+        if verbose or v.verdict != "fail" or note in v.shrinking:
+            lines.extend(wrap(note, "  note: ", "    "))
+    return lines
+
+
+def _in_out(path: str) -> str:
+    """A saved program's path as the output folder holds it (``stateful/x.py``); the
+    folder itself is printed once, last."""
+    parts = Path(path).parts
+    return str(Path(*parts[-2:])) if len(parts) >= 2 and parts[-2] == "stateful" else path
+
+
+def rate_definition(invariant: str) -> str:
+    """What ``invariant``'s rate divides, by name, as results.json's ``rate_definition``
+    gives it: its checkers' failed checks per their checks, each term joined with " + "
+    where it combines two checkers (durability and phantom)."""
+    checkers = {c.name: c for c in ALL_CHECKERS}
+    return _definition([(checkers[c].numerator_name, checkers[c].denominator_name)
+                        for c in INVARIANTS[invariant]])
+
+
+def _definition(terms: Sequence[tuple[str, str]]) -> str:
+    """One wording for results.json, the table and the dashboard: "N per D", or
+    "N1 + N2 per D1 + D2", from (numerator name, denominator name) pairs."""
+    if not terms:
+        return ""
+    return (" + ".join(n for n, _ in terms) + " per " + " + ".join(d for _, d in terms))
+
+
+def format_rate(rate: float) -> str:
+    """A rate as every report shows it (the table, report.html, the nights' index): four
+    decimals, and never 0.0000 for a rate that is not 0. A rate is at most 1, so it
+    needs no percentage that could read as more than 100 %."""
+    if 0 < rate < 0.00005:
+        return f"{rate:.1e}"
+    return f"{rate:.4f}"
+
+
+def _rate_lines(report: Report) -> list[str]:
+    """Under the table, what each nonzero rate divides: its failed checks, named, over
+    its checks (the "checked" column), named in the invariant's own unit."""
+    lines = []
+    for name, v in report.invariants.items():
+        if not v.rate_numerator:
+            continue
+        results = [report.checks[c] for c in INVARIANTS[name] if c in report.checks]
+        if len(results) == 1:
+            [r] = results
+            text = (f"{name} = {r.rate_numerator:,} {r.rate_numerator_name} / "
+                    f"{r.rate_denominator:,} {r.rate_denominator_name}")
+        else:
+            text = (f"{name} = {v.rate_numerator:,} ("
+                    + " + ".join(f"{r.rate_numerator:,} {r.rate_numerator_name}"
+                                 for r in results)
+                    + f") / {v.rate_denominator:,} ("
+                    + " + ".join(f"{r.rate_denominator:,} {r.rate_denominator_name}"
+                                 for r in results) + ")")
+        if v.violations > v.rate_numerator:
+            text += f" ({v.violations:,} violations: a check can find several)"
+        lines.extend(textwrap.wrap(text, width=RATE_WIDTH, initial_indent="  ",
+                                   subsequent_indent="      "))
+    return ["", "rates (failed checks / checked):", *lines] if lines else []

@@ -18,8 +18,11 @@ from __future__ import annotations
 import collections
 import functools
 import itertools
+import json
+import re
+import textwrap
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar, NoReturn, TypeAlias, TypeVar
 
@@ -35,7 +38,16 @@ from hypothesis.stateful import (
     rule,
 )
 
-from invariants.backend import BackendFactory, Delete, MemoryBackend, Restore, Write, send
+from invariants.backend import (
+    Ack,
+    BackendFactory,
+    Delete,
+    MemoryBackend,
+    Record,
+    Restore,
+    Write,
+    send,
+)
 from invariants.checkers import CHECKER_NAMES, CheckerSuite
 from invariants.history import HistoryRecorder, Read, WriteMeta, describe_error
 from invariants.levels import CLAIMABLE_LEVELS, ClaimableLevel, Paraphrase
@@ -81,10 +93,10 @@ class InvariantViolated(AssertionError):
 
     ``checkers`` are the checkers that found one at that step, ``violations`` the
     violations themselves, as data, and ``explanations`` each one rendered, prefixed by
-    its checker's name. ``concurrent`` says that operations of the program raced, so
-    that another run of it may interleave them otherwise. Each checker has its own
-    subclass, so Hypothesis tells the bugs of two invariants apart and shrinks each on
-    its own.
+    its checker's name; ``found`` pairs each violation with its checker. ``concurrent``
+    says that operations of the program raced, so that another run of it may interleave
+    them otherwise. Each checker has its own subclass, so Hypothesis tells the bugs of
+    two invariants apart and shrinks each on its own.
     """
 
     checker: ClassVar[str] = ""
@@ -97,6 +109,7 @@ class InvariantViolated(AssertionError):
         concurrent: bool = False,
     ) -> None:
         self.concurrent = concurrent
+        self.found = found
         self.checkers = tuple(dict.fromkeys(name for name, _ in found))
         self.violations = tuple(v for _, v in found)
         self.explanations = tuple(f"{name}: {render_explanation(v)}" for name, v in found)
@@ -270,7 +283,10 @@ class MachineConfig:
     and the semantic normalization checker judges at it. ``checkers`` are the ones
     whose violations fail a program (all of them run). ``restore`` and ``concurrency``
     say whether restores and concurrent bursts are generated; a printed program calls
-    its steps directly, whatever these say.
+    its steps directly, whatever these say. ``echo`` prints each step as it runs: the
+    operations sent, as the backend received them, with its answers, and at the step
+    that shows a violation, the explanation; a printed program turns it on, a search
+    leaves it off.
     """
 
     factory: BackendFactory
@@ -280,6 +296,7 @@ class MachineConfig:
     concurrency: bool = True
     pool: HandlePool | None = None
     tally: RunTally = field(default_factory=RunTally)
+    echo: bool = False
 
     @property
     def paraphrase_levels(self) -> tuple[ClaimableLevel, ...]:
@@ -348,15 +365,20 @@ class BackendMachine(RuleBasedStateMachine):
         self._recorder = HistoryRecorder(keep=False, observers=[self._suite.observe])
         self._seen = dict.fromkeys(config.checkers, 0)
         self._held: InvariantViolated | None = None
+        self._held_at = 0
         self._timing_dependent = False
         self._clock = 0
         self._op_ids = itertools.count()
+        self._steps = 0
+        self._echo_lock = threading.Lock()
         self.model = ContractModel()
 
     # -- the things a program talks about --------------------------------------------
 
     @initialize(target=attributes)
     def init_attributes(self) -> MultipleResults[Attribute]:
+        self._step("init_attributes: the attribute names "
+                   + ", ".join(repr(a.name) for a in CANONICAL.values()))
         return multiple(*CANONICAL.values())
 
     @initialize(targets=(facts, paraphrases), slot=st.sampled_from(MACHINE_SLOTS),
@@ -366,11 +388,13 @@ class BackendMachine(RuleBasedStateMachine):
         from its first step, two facts that must never merge compete for one slot, and
         an entity can hold two records."""
         other = next(s for s in MACHINE_SLOTS if s != slot)
-        return multiple(
+        made = (
             _plain(CANONICAL[slot], obj, False),
             _plain(CANONICAL[slot], obj, True),
             _plain(CANONICAL[other], obj, False),
         )
+        self._step("init_facts: the facts " + ", ".join(w.fact.id for w in made))
+        return multiple(*made)
 
     @precondition(lambda self: bool(self.config.spelling_levels))
     @precondition(_room("attributes", len(MACHINE_SLOTS) + 2))
@@ -381,10 +405,13 @@ class BackendMachine(RuleBasedStateMachine):
         pick=st.integers(0, 15),
     )
     def respell(self, attribute: Attribute, level: Paraphrase, pick: int) -> Attribute:
-        return attribute_variant(attribute, level, pick)
+        made = attribute_variant(attribute, level, pick)
+        self._step(f"respell: the attribute name {made.name!r}, for slot {made.slot}")
+        return made
 
     @initialize(target=entities)
     def init_entities(self) -> MultipleResults[Entity]:
+        self._step("init_entities: " + ", ".join(_where(e) for e in ENTITIES))
         return multiple(*ENTITIES)
 
     @precondition(_room("facts", 5))
@@ -395,7 +422,9 @@ class BackendMachine(RuleBasedStateMachine):
         negated=st.booleans(),
     )
     def new_fact(self, attribute: Attribute, obj: int, negated: bool) -> FactWording:
-        return _plain(attribute, obj, negated)
+        made = _plain(attribute, obj, negated)
+        self._step(f"new_fact: the fact {made.fact.id}, under attribute {attribute.name!r}")
+        return made
 
     @precondition(_room("paraphrases", 7))
     @rule(
@@ -406,7 +435,12 @@ class BackendMachine(RuleBasedStateMachine):
     )
     def reword(self, fact: FactWording, level: Paraphrase, pick: int) -> FactWording:
         """A paraphrase at ``level`` of the value, of the attribute name, or of both."""
-        return reworded(fact, level, pick)
+        made = reworded(fact, level, pick)
+        value = ("unchanged" if made.value_level == "none"
+                 else f"reworded at level {made.value_level}")
+        self._step(f"reword: the fact {made.fact.id} under attribute {made.attribute.name!r}, "
+                   f"its value {value}")
+        return made
 
     # -- operations ---------------------------------------------------------------------
 
@@ -415,6 +449,9 @@ class BackendMachine(RuleBasedStateMachine):
         """``lag`` > 0 makes a late write: its causal_seq was drawn ``lag`` ops ago, or
         just before the entity's last delete (``"before delete"``; a fresh one if the
         entity was never deleted)."""
+        how = "plain" if wording.level == "none" else f"a {wording.level} paraphrase"
+        self._step(f"write to {_where(entity)} (memcert's ground truth: the fact "
+                   f"{wording.fact.id}, {how})")
         op, meta, label = self._plan_write(entity, wording, lag)
         self._label(label)
         self._send(MAIN, op, meta, self._main)
@@ -424,6 +461,7 @@ class BackendMachine(RuleBasedStateMachine):
           reason=st.sampled_from(REASONS))
     def delete(self, entity: Entity, lag: int, reason: str | None) -> None:
         """``lag`` > 0 makes a late delete, drawn before operations already sent."""
+        self._step(f"delete {_where(entity)}")
         op, label = self._plan_delete(entity, lag, reason)
         self._label(label)
         self._send(MAIN, op, None, self._main)
@@ -434,6 +472,7 @@ class BackendMachine(RuleBasedStateMachine):
     def restore(self, entity: Entity) -> None:
         """Restore an entity the oracle says is deleted: the only restore that tests
         anything (a live entity's is merely refused)."""
+        self._step(f"restore {_where(entity)}")
         seq, op_id = self._next()
         op = Restore(entity.namespace, entity.entity_id, seq, op_id)
         self._label(f"restore {self.model.restore(entity.namespace, entity.entity_id, seq)}")
@@ -444,6 +483,7 @@ class BackendMachine(RuleBasedStateMachine):
     def read(self, entity: Entity) -> None:
         """Read through another handle than the machine's own: every handle must serve
         the same store."""
+        self._step(f"read {_where(entity)} through a second handle")
         self._read(MAIN + 1, self._pool.get(MAIN + 1), entity)
         self._observe()
 
@@ -467,6 +507,8 @@ class BackendMachine(RuleBasedStateMachine):
         one thread, a burst is a batch of operations in order, and nothing depends on
         timing.
         """
+        self._step(f"burst: {len(ops)} operations on {_where(entity)}, "
+                   + ("in order" if threads == 1 else f"{threads} threads racing"))
         if threads > 1:
             self._timing_dependent = True
         planned: list[tuple[Write | Delete | None, WriteMeta | None]] = []
@@ -527,6 +569,8 @@ class BackendMachine(RuleBasedStateMachine):
         if self._owns_pool:
             self._pool.close()
         if self._held is not None:
+            self._echo_violation(f"teardown: operations raced, so it raises what step "
+                                 f"{self._held_at} showed,", self._held)
             _fail(self._held)
 
     # -- machinery ------------------------------------------------------------------------
@@ -573,23 +617,33 @@ class BackendMachine(RuleBasedStateMachine):
                 self._recorder.fail(invocation, f"unsupported: {describe_error(error)}")
             else:
                 self._recorder.info(invocation, describe_error(error))
+            self._echo_sent(invocation.index, op, f"raised {describe_error(error)}")
             return
         except Exception as error:  # the outcome is unknown: it may have been applied
             self._recorder.info(invocation, describe_error(error))
+            self._echo_sent(invocation.index, op, f"raised {describe_error(error)}")
             return
         if ack.applied:
             self._recorder.ok(invocation, ack)
         else:
             self._recorder.fail(invocation, ack)
+        self._echo_sent(invocation.index, op, _ack(ack))
 
-    def _read(self, worker: int, backend: MemoryBackend, entity: Entity) -> None:
-        invocation = self._recorder.invoke(worker, Read(entity.namespace, entity.entity_id))
+    def _read(
+        self, worker: int, backend: MemoryBackend, entity: Entity, *, back: bool = False
+    ) -> None:
+        """Read ``entity``; ``back`` marks the reads that end a step, when echoed."""
+        op = Read(entity.namespace, entity.entity_id)
+        invocation = self._recorder.invoke(worker, op)
         try:
             records = backend.read(entity.namespace, entity.entity_id)
         except Exception as error:  # a read that raised tells nothing
             self._recorder.fail(invocation, describe_error(error))
+            self._echo_read(invocation.index, entity, f"raised {describe_error(error)}", back)
             return
-        self._recorder.ok(invocation, records)
+        served = tuple(records)  # as the recorder takes them, so both see the same
+        self._recorder.ok(invocation, served)
+        self._echo_read(invocation.index, entity, served, back)
 
     def _observe(self) -> None:
         """End a step: read every entity back, then look for violations.
@@ -598,7 +652,7 @@ class BackendMachine(RuleBasedStateMachine):
         read; reading every entity makes each step checked in full at its end.
         """
         for entity in ENTITIES:
-            self._read(MAIN, self._main, entity)
+            self._read(MAIN, self._main, entity, back=True)
         self._check()
 
     def _label(self, label: str) -> None:
@@ -624,8 +678,106 @@ class BackendMachine(RuleBasedStateMachine):
         violated = VIOLATED[fresh[0]](tuple(found), concurrent=self._timing_dependent)
         if self._timing_dependent:
             self._held = violated
+            self._held_at = self._steps
             return
+        self._echo_violation(f"step {self._steps} shows", violated)
         _fail(violated)
+
+    # -- echo: what a printed program shows as it runs ------------------------------------
+
+    def _step(self, what: str) -> None:
+        """Count a step, as the printed program numbers them, and show it when echoing."""
+        self._steps += 1
+        if self.config.echo:
+            self._say(textwrap.wrap(f"step {self._steps}  {what}", ECHO_WIDTH,
+                                    subsequent_indent=" " * 8, break_long_words=False))
+
+    def _say(self, lines: list[str]) -> None:
+        """Print ``lines`` together: a burst's threads echo operations at once."""
+        if self.config.echo:
+            with self._echo_lock:
+                print("\n".join(lines), flush=True)
+
+    def _echo_sent(self, index: int, op: Write | Delete | Restore, answer: str) -> None:
+        """Show an operation as the backend received it, then its answer, in the form
+        explanations show them; ``op N`` is its invocation's index in the history."""
+        if not self.config.echo:
+            return
+        where = f"{op.namespace}/{op.entity_id}"
+        if isinstance(op, Write):
+            sent = (f"write {where} {op.attribute!r} = {_quoted(op.value)} causal_seq "
+                    f"{op.causal_seq} op_id {op.op_id}")
+            sent += "" if op.source is None else f" source {op.source!r}"
+        else:
+            method = "delete" if isinstance(op, Delete) else "restore"
+            sent = f"{method} {where} causal_seq {op.causal_seq} op_id {op.op_id}"
+            if isinstance(op, Delete) and op.reason is not None:
+                sent += f" reason {op.reason!r}"
+        self._say([*_fitted(f"  op {index}: {sent}"), f"     -> {answer}"])
+
+    def _echo_read(
+        self, index: int, entity: Entity, served: Sequence[Record] | str, back: bool
+    ) -> None:
+        """Show a read and every record it returned (or what it raised); ``back`` marks
+        the reads that end every step."""
+        if not self.config.echo:
+            return
+        mark = "  (the step's read back)" if back else ""
+        head = f"  op {index}: read {_where(entity)}"
+        if isinstance(served, str):
+            self._say([f"{head}{mark}", f"     -> {served}"])
+            return
+        lines = [f"{head} -> {len(served)} record{'' if len(served) == 1 else 's'}{mark}"]
+        lines += [f"     [{n}] {r.attribute!r} = {_quoted(r.value)} causal_seq {r.causal_seq} "
+                  f"version {r.version}" for n, r in enumerate(served)]
+        self._say(lines)
+
+    def _echo_violation(self, where: str, violated: InvariantViolated) -> None:
+        """Show the explanations of a violation about to be raised."""
+        if not self.config.echo:
+            return
+        lines = [f"{where} a violation of {', '.join(violated.checkers)}:"]
+        for number, violation in enumerate(violated.violations):
+            text = render_explanation(violation)
+            lines += [""] * bool(number)
+            lines += [wrapped for line in text.splitlines() for wrapped in _fitted(line)]
+        self._say(lines)
+
+
+ECHO_WIDTH = 100
+"""The widest line a printed program prints, where a value allows."""
+
+
+def _where(entity: Entity) -> str:
+    return f"{entity.namespace}/{entity.entity_id}"
+
+
+_OPERATION = re.compile(r"^ *\w* ?op \d+: (write|delete|restore) ")
+"""An operation's line, as the echo and the explanations' backend view show it."""
+
+
+def _fitted(line: str) -> list[str]:
+    """``line`` within :data:`ECHO_WIDTH` where it can be: an operation's line breaks
+    before its causal_seq, so that its value stays whole on one line; prose wraps."""
+    if len(line) <= ECHO_WIDTH:
+        return [line]
+    if _OPERATION.match(line) and " causal_seq " in line:
+        head, _, tail = line.partition(" causal_seq ")
+        return [head, f"{' ' * 7}causal_seq {tail}"]
+    return textwrap.wrap(line, ECHO_WIDTH) or [""]
+
+
+def _ack(ack: Ack) -> str:
+    """``Ack(applied=..., version=..., reason=...)``, the fields left out while None."""
+    fields = [f"applied={ack.applied}"]
+    fields += [] if ack.version is None else [f"version={ack.version}"]
+    fields += [] if ack.reason is None else [f"reason={ack.reason!r}"]
+    return f"Ack({', '.join(fields)})"
+
+
+def _quoted(value: str) -> str:
+    """A value in double quotes, escaped as JSON would, as explanations quote values."""
+    return json.dumps(value, ensure_ascii=False)
 
 
 def _plain(attribute: Attribute, obj: int, negated: bool) -> FactWording:

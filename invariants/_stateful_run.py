@@ -3,8 +3,15 @@
 Hypothesis reports a failure by re-running the shortest program it found and attaching
 each printed step to the exception as a note (``state = BackendMachine()`` ...
 ``state.teardown()``). :func:`run_machine` takes those steps, puts in front of them the
-two lines that build the same machine over the same backend, and so gives back a
-program that runs as it stands and raises at the step that shows the violation.
+lines that build the same machine over the same backend, and so gives back a program
+that runs as it stands, from any folder, and raises at the step that shows the
+violation. There is one program per checker that found it, and it judges by that
+checker alone, so that what it shows and says is about one invariant.
+
+A program echoes as it runs (``machine_for(..., echo=True)``): each step, numbered as
+the program's ``# step N`` comments number them, then each operation as the backend
+received it, with its history index (the ``op N`` the explanations cite), and the
+answer; the failing step prints the explanation before it raises.
 """
 
 from __future__ import annotations
@@ -15,9 +22,12 @@ import functools
 import math
 import random
 import re
+import sys
+import sysconfig
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from hypothesis import seed as use_seed
 from hypothesis import settings as Settings
@@ -59,9 +69,11 @@ _RESTORE = re.compile(r"state\.restore\(")
 class StatefulFailure:
     """One violation the machine found, shrunk.
 
-    ``checkers`` found it at the failing step; ``explanations`` are their violations,
-    rendered; ``program`` is the runnable program and ``steps`` the number of steps in
-    it (the lines between building the machine and tearing it down); ``violations``
+    ``checkers`` is the one checker that found it at the failing step (a step that
+    shows violations of two checkers makes one failure for each); ``explanations`` are
+    its violations, rendered; ``program`` is the runnable program, which judges by that
+    checker only, and ``steps`` the number of steps in it (the lines between building
+    the machine and tearing it down); ``violations``
     are the violations as data, in the order of ``explanations``. ``concurrent``
     says that operations of the program race, so a run may interleave them otherwise
     and show the violation differently, or not at all; ``flaky``, that the last replay
@@ -117,6 +129,7 @@ def make_config(
     concurrency: bool = True,
     pool: HandlePool | None = None,
     tally: RunTally | None = None,
+    echo: bool = False,
 ) -> MachineConfig:
     """A validated machine config: each bad argument is named, with the fix."""
     if level not in CLAIMABLE_LEVELS:
@@ -132,37 +145,96 @@ def make_config(
         )
     chosen = CLAIMABLE_LEVELS[CLAIMABLE_LEVELS.index(level)]
     return MachineConfig(
-        factory, chosen, judged, restore, concurrency, pool, tally if tally else RunTally()
+        factory, chosen, judged, restore, concurrency, pool, tally if tally else RunTally(),
+        echo,
     )
 
 
 def render_program(
-    steps: Sequence[str], *, backend: str, spec: str | None, level: str, checkers: Sequence[str]
+    steps: Sequence[str],
+    *,
+    backend: str,
+    spec: str | None,
+    level: str,
+    checkers: Sequence[str],
+    folder: str | None = None,
 ) -> str:
-    """The steps Hypothesis printed, with the lines that build the machine in front."""
+    """The steps Hypothesis printed, with the lines that build the machine in front.
+
+    ``folder`` goes first on ``sys.path``: the folder the factory's module was imported
+    from, so that the program imports it from wherever it is run. Each step is
+    numbered in a comment, as the program numbers the steps it prints when run.
+    """
     judged = tuple(checkers)
     lines = [
         f"# memcert: the shortest program found that breaks {', '.join(judged)}",
         f"# on {backend}.",
-        "# Run it with python: the step that shows the violation raises the error.",
-        "from invariants.stateful import machine_for",
-        "",
+        "# Run it with python, from any folder; as certify does, it empties the store first.",
+        "# It prints each step as it runs: the operations sent, as the backend received them,",
+        "# and the answers. The step that shows the violation prints the explanation, then raises.",
     ]
+    if folder is not None:
+        lines += [
+            "import sys",
+            "",
+            f"sys.path.insert(0, {folder!r})  # the folder the factory was imported from",
+            "",
+        ]
+    lines += ["from invariants.stateful import machine_for", ""]
     target = repr(spec)
     if spec is None:
         lines.append("backend_factory = ...  # not importable by name: put the factory here")
         target = "backend_factory"
     lines += [
         "BackendMachine = machine_for(",
-        f"    {target}, level={level!r}, checkers={judged!r}",
+        f"    {target},",
+        f"    level={level!r},",
+        f"    checkers={judged!r},",
+        "    echo=True,",
         ")",
-        *steps,
+        *_numbered(steps),
     ]
     return "\n".join(lines) + "\n"
 
 
+def _numbered(steps: Sequence[str]) -> Iterator[str]:
+    """The lines, each step's first one ending in ``# step N``."""
+    number = 0
+    for line in steps:
+        if _STEP.match(line):
+            number += 1
+            line = f"{line}  # step {number}"
+        yield line
+
+
+def _factory_folder(backend: ResolvedBackend) -> str | None:
+    """The folder on ``sys.path`` that the factory's top-level package was imported
+    from; None for a service reached over HTTP, a module with no file, or one installed
+    with Python itself (the standard library, site-packages), which any folder imports.
+
+    The module is the spec's when there is one (the factory may be an object made
+    elsewhere, as ``chaos.examples`` factories are), else the factory's own.
+    """
+    spec = backend.spec or ""
+    if spec.lower().startswith(("http://", "https://")):
+        return None
+    module = spec.partition(":")[0] if ":" in spec else getattr(backend.factory, "__module__", "")
+    top = sys.modules.get(str(module).partition(".")[0])
+    if top is None or top.__name__ == "__main__":
+        return None
+    if getattr(top, "__path__", None):
+        folder = Path(next(iter(top.__path__))).parent
+    elif getattr(top, "__file__", None):
+        folder = Path(str(top.__file__)).parent
+    else:
+        return None
+    installed = {Path(p).resolve() for key, p in sysconfig.get_paths().items()
+                 if key in ("stdlib", "platstdlib", "purelib", "platlib")}
+    return None if folder.resolve() in installed else str(folder.resolve())
+
+
 @contextlib.contextmanager
-def shrinking_within(seconds: float) -> Iterator[None]:
+def shrinking_within(seconds: float, notes: list[str] | None = None) -> Iterator[None]:
     """Bound the time Hypothesis spends shrinking one failure to ``seconds``.
 
     Hypothesis stops shrinking after a fixed five minutes, read from a module constant
@@ -170,7 +242,8 @@ def shrinking_within(seconds: float) -> Iterator[None]:
     overrun a certification's budget many times over. The constant is private, so a
     Hypothesis without it leaves shrinking unbounded rather than failing. Hypothesis's
     warning when it gives up still says "five minutes", so it is reworded with the
-    limit that really applied.
+    limit that really applied; given ``notes``, it is added there instead of printed,
+    for the caller to show beside the failures it concerns.
     """
     from hypothesis.internal.conjecture import engine
     from hypothesis.reporting import current_reporter, with_reporter
@@ -188,6 +261,9 @@ def shrinking_within(seconds: float) -> Iterator[None]:
                 "phase could give it; the program shown is the shortest found by then, and "
                 "a re-run with the same example database goes on shrinking from it."
             )
+            if notes is not None:
+                notes.append(value)
+                return
         outer(value)
 
     saved = engine.MAX_SHRINKING_SECONDS
@@ -245,16 +321,16 @@ def run_machine(
             raise InvalidArgument(
                 f"{argument}={value!r} must be a number of seconds, 0 or more")
     resolved = resolve_backend(backend)
-    factory, name, spec = resolved.factory, resolved.name, resolved.spec
+    target = _Target(resolved.name, resolved.spec, _factory_folder(resolved))
     tally = RunTally()
-    pool = HandlePool(factory)
+    pool = HandlePool(resolved.factory)
     try:
-        config = make_config(factory, level=level, checkers=checkers, restore=restore,
-                             concurrency=concurrency, pool=pool, tally=tally)
+        config = make_config(resolved.factory, level=level, checkers=checkers,
+                             restore=restore, concurrency=concurrency, pool=pool, tally=tally)
         if within is None:
-            failures = _find(config, name, spec, settings, seed)
+            failures = _find(config, target, settings, seed)
         else:
-            failures = _find_within(within, grace, config, name, spec, settings, seed)
+            failures = _find_within(within, grace, config, target, settings, seed)
     finally:
         pool.close()
     return MachineRun(
@@ -267,12 +343,21 @@ def run_machine(
     )
 
 
+@dataclass(frozen=True)
+class _Target:
+    """The backend as its programs name it: ``name`` in the header, ``spec`` to import
+    it back (None: the program asks for the factory), ``folder`` to put on sys.path."""
+
+    name: str
+    spec: str | None
+    folder: str | None
+
+
 def _find_within(
     seconds: float,
     grace: float,
     config: MachineConfig,
-    name: str,
-    spec: str | None,
+    target: _Target,
     settings: Settings,
     seed: int | None,
 ) -> tuple[StatefulFailure, ...]:
@@ -293,7 +378,7 @@ def _find_within(
         started = time.monotonic()
         programs = config.tally.programs
         with shrinking_within(max(end() - started, 1.0)):
-            failures = _find(config, name, spec, Settings(settings, max_examples=size),
+            failures = _find(config, target, Settings(settings, max_examples=size),
                              seed * 7919 + batch)
         if failures:
             return failures
@@ -307,22 +392,22 @@ def _find_within(
 
 
 def _find(
-    config: MachineConfig, name: str, spec: str | None, settings: Settings, seed: int | None
+    config: MachineConfig, target: _Target, settings: Settings, seed: int | None
 ) -> tuple[StatefulFailure, ...]:
     """Search; a violation found only by racing programs is searched for again without
     races, and the calm program reported instead when one shows it."""
-    failures = _search(config, name, spec, settings, seed)
-    raced = tuple(name for f in failures if f.concurrent for name in f.checkers)
+    failures = _search(config, target, settings, seed)
+    raced = tuple(dict.fromkeys(name for f in failures if f.concurrent for name in f.checkers))
     if not raced:
         return failures
     calm = _search(dataclasses.replace(config, checkers=raced, concurrency=False),
-                   name, spec, scoped(settings, "without races"), seed)
+                   target, scoped(settings, "without races"), seed)
     found = {name for f in calm for name in f.checkers}
     return calm + tuple(f for f in failures if not (f.concurrent and set(f.checkers) <= found))
 
 
 def _search(
-    config: MachineConfig, name: str, spec: str | None, settings: Settings, seed: int | None
+    config: MachineConfig, target: _Target, settings: Settings, seed: int | None
 ) -> tuple[StatefulFailure, ...]:
     make: Callable[[], BackendMachine] = functools.partial(BackendMachine, config)
     if seed is not None:
@@ -332,16 +417,16 @@ def _search(
         # RuleBasedStateMachine when called with no arguments"; typed as a class only.
         run_state_machine_as_test(make, settings=settings)  # type: ignore[arg-type]
     except Exception as error:
-        return _failures(error, name, spec, config)
+        return _failures(error, target, config)
     return ()
 
 
 def _failures(
-    error: Exception, backend: str, spec: str | None, config: MachineConfig
+    error: Exception, target: _Target, config: MachineConfig
 ) -> tuple[StatefulFailure, ...]:
     found: list[StatefulFailure] = []
     others: list[BaseException] = []
-    _collect(error, (), False, found, others, backend, spec, config)
+    _collect(error, (), False, found, others, target, config)
     if others or not found:
         raise error
     return tuple(found)
@@ -353,34 +438,37 @@ def _collect(
     flaky: bool,
     found: list[StatefulFailure],
     others: list[BaseException],
-    backend: str,
-    spec: str | None,
+    target: _Target,
     config: MachineConfig,
 ) -> None:
-    """Walk an exception (groups included) for violations, each with its program notes."""
+    """Walk an exception (groups included) for violations, each with its program notes;
+    a violation of several checkers gives one failure per checker."""
     notes = tuple(getattr(error, "__notes__", ()))
     if not any(n.startswith(_FIRST) for n in notes):
         notes = inherited + notes
     if isinstance(error, BaseExceptionGroup):
         flaky = flaky or isinstance(error, FlakyFailure)
         for inner in error.exceptions:
-            _collect(inner, notes, flaky, found, others, backend, spec, config)
+            _collect(inner, notes, flaky, found, others, target, config)
         return
     if not isinstance(error, InvariantViolated):
         others.append(error)
         return
     steps, extra = _split(notes)
-    found.append(StatefulFailure(
-        checkers=error.checkers,
-        explanations=error.explanations,
-        program=render_program(steps, backend=backend, spec=spec, level=config.level,
-                               checkers=config.checkers),
-        steps=sum(1 for line in steps if _STEP.match(line)),
-        concurrent=error.concurrent,
-        flaky=flaky,
-        notes=extra,
-        violations=error.violations,
-    ))
+    for checker in error.checkers:
+        mine = [n for n, (name, _) in enumerate(error.found) if name == checker]
+        found.append(StatefulFailure(
+            checkers=(checker,),
+            explanations=tuple(error.explanations[n] for n in mine),
+            program=render_program(steps, backend=target.name, spec=target.spec,
+                                   level=config.level, checkers=(checker,),
+                                   folder=target.folder),
+            steps=sum(1 for line in steps if _STEP.match(line)),
+            concurrent=error.concurrent,
+            flaky=flaky,
+            notes=extra,
+            violations=tuple(error.violations[n] for n in mine),
+        ))
 
 
 def _split(notes: tuple[str, ...]) -> tuple[list[str], tuple[str, ...]]:

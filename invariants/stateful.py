@@ -5,22 +5,41 @@ make entities, attribute names, facts and paraphrases (bundles), and send writes
 ones, paraphrases, attribute-name variants), deletes, restores, reads and concurrent
 bursts. The history the machine records is checked by the shared checkers after every
 step; a violation fails the step, and Hypothesis shrinks the program to the shortest
-one it can find, printed so that it runs as it stands::
+one it can find, printed so that it runs as it stands, from any folder, one program
+per invariant broken::
+
+    import sys
+
+    sys.path.insert(0, '/home/me/store')  # the folder the factory was imported from
 
     from invariants.stateful import machine_for
 
     BackendMachine = machine_for(
-        'chaos.examples:restore_revives', level='lexical', checkers=('deletion_monotonicity',)
+        'my_store:factory',
+        level='lexical',
+        checkers=('deletion_monotonicity',),
+        echo=True,
     )
     state = BackendMachine()
-    attributes_0, attributes_1 = state.init_attributes()
-    entities_0, entities_1 = state.init_entities()
-    facts_0, facts_1, facts_2 = state.init_facts(slot='coffee_preference', obj=0)
+    attributes_0, attributes_1 = state.init_attributes()  # step 1
+    entities_0, entities_1 = state.init_entities()  # step 2
+    facts_0, facts_1, facts_2 = state.init_facts(slot='coffee_preference', obj=0)  # step 3
     paraphrases_0, paraphrases_1, paraphrases_2 = facts_0, facts_1, facts_2
-    state.write(entity=entities_1, lag=0, wording=paraphrases_2)
-    state.delete(entity=entities_1, lag=0, reason='user request')
-    state.restore(entity=entities_1)
+    state.write(entity=entities_1, lag=0, wording=paraphrases_2)  # step 4
+    state.delete(entity=entities_1, lag=0, reason='user request')  # step 5
+    state.restore(entity=entities_1)  # step 6
     state.teardown()
+
+Run, it prints each step, each operation as the backend received it (``op N`` is its
+index in the history, as the explanation cites it) and the answer, then the explanation
+at the step that shows the violation, and raises there::
+
+    step 4  write to tenant_b/alice (memcert's ground truth: the fact city:beijing, plain)
+      op 0: write tenant_b/alice 'city' = "lives in Beijing [b]" causal_seq 1 op_id op-0
+         -> Ack(applied=True, version=1)
+      op 2: read tenant_a/alice -> 0 records  (the step's read back)
+      op 4: read tenant_b/alice -> 1 record  (the step's read back)
+         [0] 'city' = "lives in Beijing [b]" causal_seq 1 version 1
 
 :func:`run_machine` runs Hypothesis over the machine once and says what it found;
 :func:`run_stateful_phase` is the phase ``memcert certify`` runs within its budget; the
@@ -34,6 +53,7 @@ This module imports Hypothesis; ``import invariants`` does not import it.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import functools
 import time
 from collections.abc import Callable, Mapping
@@ -105,16 +125,20 @@ def machine_for(
     *,
     level: str = "lexical",
     checkers: tuple[str, ...] = CHECKER_NAMES,
+    echo: bool = False,
 ) -> Callable[[], BackendMachine]:
     """A zero-argument maker of machines over ``backend``, as printed programs use it.
 
     ``backend`` is a factory, its ``package.module:callable`` name, or a backend
     :func:`~invariants.factory.resolve_backend` resolved; ``level`` the
-    normalization level it claims; ``checkers`` those whose violations fail a step.
+    normalization level it claims; ``checkers`` those whose violations fail a step;
+    ``echo`` prints each step as it runs, the operations sent and their answers, and
+    the explanation of a violation before it is raised (printed programs turn it on).
     Each machine opens its own handles and closes them in ``teardown()``.
     """
     factory = resolve_backend(backend).factory
-    return functools.partial(BackendMachine, make_config(factory, level=level, checkers=checkers))
+    return functools.partial(
+        BackendMachine, make_config(factory, level=level, checkers=checkers, echo=echo))
 
 
 @dataclass(frozen=True)
@@ -210,7 +234,8 @@ def run_stateful_phase(
     run finds violations, their checkers are judged no more and the search goes on for
     the others. Each shrunk program is written to ``out/stateful/<checker>.py``.
     Shrinking a failure may take what is left of the budget, and at least
-    :data:`MIN_SHRINK_S`; the program is then the shortest found by that time. A
+    :data:`MIN_SHRINK_S`; the program is then the shortest found by that time, and the
+    failure's ``notes`` say so (they are not printed while the phase runs). A
     machine or backend error that is not a violation ends the phase: the checkers not
     yet decided are reported undecided with the error, never as passed, and nothing
     found before is lost.
@@ -232,8 +257,9 @@ def run_stateful_phase(
     while judged and size > 0:
         started = time.monotonic()
         scope = f"memcert-phase|{backend.name}|{level}|{','.join(judged)}"
+        shrunk: list[str] = []
         try:
-            with shrinking_within(max(deadline - started, MIN_SHRINK_S)):
+            with shrinking_within(max(deadline - started, MIN_SHRINK_S), shrunk):
                 run = run_machine(
                     backend, level=level, checkers=judged, restore=can_restore,
                     seed=seed * 7919 + batch,
@@ -257,7 +283,7 @@ def run_stateful_phase(
                 crashed.setdefault(checker, why)
             else:
                 idle[checker] = why
-        failures += run.failures
+        failures += [dataclasses.replace(f, notes=(*f.notes, *shrunk)) for f in run.failures]
         judged = tuple(c for c in judged if c not in run.failed)
         now = time.monotonic()
         per_program = (now - started) / max(run.programs, 1)
@@ -283,15 +309,29 @@ def run_stateful_phase(
 
 
 def _save(failures: list[StatefulFailure], out: Path) -> dict[str, Path]:
-    """Write each failure's program as ``out/stateful/<first checker>.py``."""
+    """Write one program per failed checker, as ``out/stateful/<checker>.py``: of the
+    failures that checker found, the one whose program shows it on every run (it does
+    not race and was not flaky), then the shortest. A failure with no steps (a flaky
+    one Hypothesis could not replay) has no program to run, and none is written."""
+    best: dict[str, StatefulFailure] = {}
+    for failure in failures:
+        if not failure.steps:
+            continue
+        for checker in failure.checkers:
+            held = best.get(checker)
+            if held is None or _rank(failure) < _rank(held):
+                best[checker] = failure
     saved: dict[str, Path] = {}
-    if not failures:
+    if not best:
         return saved
     folder = out / "stateful"
     folder.mkdir(parents=True, exist_ok=True)
-    for failure in failures:
-        path = folder / f"{failure.checkers[0]}.py"
-        path.write_text(failure.program, encoding="utf-8")
-        for checker in failure.checkers:
-            saved.setdefault(checker, path)
+    for checker in CHECKER_NAMES:
+        if checker in best:
+            saved[checker] = folder / f"{checker}.py"
+            saved[checker].write_text(best[checker].program, encoding="utf-8")
     return saved
+
+
+def _rank(failure: StatefulFailure) -> tuple[bool, bool, int]:
+    return failure.concurrent, failure.flaky, failure.steps

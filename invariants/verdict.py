@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, TypeAlias
 
 __all__ = [
+    "Answer",
     "CheckResult",
     "ConflictExplanation",
     "DuplicateExplanation",
@@ -40,7 +41,11 @@ __all__ = [
     "ViolationGroup",
     "ViolationKind",
     "WriteRef",
+    "cited",
+    "overlapping_writes",
     "render_explanation",
+    "render_interpretation",
+    "render_view",
 ]
 
 ViolationKind: TypeAlias = Literal[
@@ -81,8 +86,29 @@ class Key:
 
 
 @dataclass(frozen=True, slots=True)
+class Answer:
+    """What the backend answered an operation: the Ack's fields, or the exception.
+
+    ``error`` is ``"TypeName: message"`` when the call raised (or the text a ``fail``
+    carried instead of an Ack); the Ack fields are None then.
+    """
+
+    applied: bool | None = None
+    version: int | None = None
+    reason: str | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class WriteRef:
-    """A write, as an explanation cites it, with the generator's ground truth."""
+    """A write, as an explanation cites it.
+
+    The backend's view comes first: the attribute as the backend received it, the
+    op_id, the answer and when the call was made and answered, in seconds since the
+    run's first entry. ``slot``, ``fact`` and ``paraphrase`` are the generator's ground
+    truth, which the backend never saw. ``completed``/``completed_s`` are None and
+    ``answer`` is None while the write is still in flight.
+    """
 
     op: int
     completed: int | None
@@ -94,6 +120,29 @@ class WriteRef:
     value: str
     causal_seq: int
     paraphrase: str
+    attribute: str = ""
+    op_id: str = ""
+    answer: Answer | None = None
+    invoked_s: float | None = None
+    completed_s: float | None = None
+
+    def overlaps(self, other: WriteRef) -> bool:
+        """Whether the two writes were in flight at one time (one invoked before the
+        other completed); a write not completed, or completed ``info`` (it may take
+        effect at any later time), is in flight to the end."""
+        return self.op < other.end and other.op < self.end
+
+    @property
+    def end(self) -> float:
+        """The index until which this write may take effect."""
+        if self.completed is None or self.outcome in ("info", "pending"):
+            return float("inf")
+        return self.completed
+
+
+def overlapping_writes(writes: tuple[WriteRef, ...]) -> bool:
+    """Whether any two of ``writes`` were in flight at one time."""
+    return any(a.overlaps(b) for i, a in enumerate(writes) for b in writes[i + 1 :])
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,16 +156,10 @@ class EntityOpRef:
     namespace: str
     entity_id: str
     causal_seq: int
-
-
-@dataclass(frozen=True, slots=True)
-class ReadRef:
-    """A read that completed ok; ``op`` is its invocation index."""
-
-    op: int
-    completed: int
-    namespace: str
-    entity_id: str
+    op_id: str = ""
+    answer: Answer | None = None
+    invoked_s: float | None = None
+    completed_s: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,15 +170,51 @@ class ServedRecord:
     attribute: str
     value: str
     causal_seq: int
+    version: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ReadRef:
+    """A read that completed ok; ``op`` is its invocation index.
+
+    ``records`` is every record it returned, in serving order, as the backend returned
+    them; the times are seconds since the run's first entry.
+    """
+
+    op: int
+    completed: int
+    namespace: str
+    entity_id: str
+    records: tuple[ServedRecord, ...] = ()
+    invoked_s: float | None = None
+    completed_s: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class ConflictExplanation:
-    """A read served several facts for one slot; ``writes`` holds one write per fact."""
+    """A read served several facts for one slot; ``writes`` holds one write per fact.
+
+    ``records`` are the records of that slot the read served, one per write in the
+    same order: their attributes show whether the backend kept the spellings apart.
+    ``racers`` are the first two writes to the slot that were in flight together,
+    before the read (a check-then-insert race needs such a pair, and the surplus record
+    it leaves outlives both); ``raced_writes`` counts the writes to the slot invoked
+    while another was in flight, up to the read: each can have left at most one surplus
+    record. ``sequential`` is a read, anywhere in the history, that served more facts
+    of one spelling for a slot than its races can explain: proof that the store keeps
+    records it should replace even without concurrency; ``aliased`` a read that served
+    two spellings of a slot from writes that did not overlap: proof that the store
+    keeps spellings apart (both known once the history has been read).
+    """
 
     read: ReadRef
     slot: str
     writes: tuple[WriteRef, ...]
+    records: tuple[ServedRecord, ...] = ()
+    racers: tuple[WriteRef, ...] = ()
+    sequential: ReadRef | None = None
+    aliased: ReadRef | None = None
+    raced_writes: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,7 +263,12 @@ class ResurrectionExplanation:
     ``stale_seq`` (``write``'s causal_seq is below ``delete``'s, so it must stay
     refused even after a restore) or ``before_delete`` (``write`` was acknowledged
     before ``delete`` was invoked, so ``restore`` revived it). ``revived`` counts the
-    records of this read that break the rule; ``record`` is the first.
+    records of this read that break the rule; ``record`` is the first. ``refused`` is
+    the first write to the entity invoked after ``delete`` completed and before the
+    read that the backend refused: the sign of a tombstone that held for a while.
+    ``refusals`` counts the writes, to any entity, that the backend refused after a
+    delete of their entity had completed, up to the read: none at all says the store
+    keeps no tombstone.
     """
 
     read: ReadRef
@@ -194,15 +278,25 @@ class ResurrectionExplanation:
     write: WriteRef
     restore: EntityOpRef | None
     revived: int
+    refused: WriteRef | None = None
+    refusals: int = 0
 
 
 @dataclass(frozen=True, slots=True)
 class LostExplanation:
-    """A read served nothing for ``slot`` although ``write`` had to be visible."""
+    """A read served nothing for ``slot`` although ``write`` had to be visible.
+
+    ``concurrent`` are writes to other slots of the same entity that overlapped
+    ``write`` in time (the mark of a read-modify-write of the whole entity);
+    ``served_later`` is a later read that did serve ``write``, known only once the
+    history has been read to its end.
+    """
 
     read: ReadRef
     slot: str
     write: WriteRef
+    concurrent: tuple[WriteRef, ...] = ()
+    served_later: ReadRef | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,11 +314,14 @@ class PhantomExplanation:
 
     ``candidates`` are the writes of that value that exist but do not count: ones that
     failed, or that went to another entity of the namespace. Often it is empty.
+    ``nearest`` is the write to the read's entity whose value is closest to the record's,
+    if one is close: the value the backend most likely altered.
     """
 
     read: ReadRef
     record: ServedRecord
     candidates: tuple[WriteRef, ...]
+    nearest: WriteRef | None = None
 
 
 Explanation: TypeAlias = (
@@ -247,6 +344,10 @@ class Violation:
     contradiction, ascending; none of them can be left out. ``magnitude`` measures how
     bad it is where that means something (facts served at once, copies of a fact,
     causal_seq gap, records revived) and picks a kind's worst violation; None elsewhere.
+    ``cause`` and ``detail`` are the root cause that :func:`invariants.causes.classify`
+    reads off the explanation's data ("" until a checker has classified it).
+    ``repeats`` counts the violations of the history that cite the same operations
+    (this one included): most often, many reads that saw one bad write.
     """
 
     kind: ViolationKind
@@ -254,11 +355,17 @@ class Violation:
     witnesses: tuple[int, ...]
     explanation: Explanation
     magnitude: int | None = None
+    cause: str = ""
+    detail: str = ""
+    repeats: int = 1
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: the explanation as data, plus its rendered text."""
         return {
             "kind": self.kind,
+            "cause": self.cause,
+            "detail": self.detail,
+            "repeats": self.repeats,
             "key": asdict(self.key),
             "witnesses": list(self.witnesses),
             "magnitude": self.magnitude,
@@ -293,6 +400,8 @@ class CheckResult:
     - ``coverage``: counts of the conditions the checker could examine, so that an
       UNKNOWN can say which condition never occurred.
     - ``notes``: anything a reader needs to trust the numbers (a crash, skipped reads).
+    - ``causes``: every violation counted by its root cause (``invariants.causes``),
+      so that one verdict can say which of several bugs it is.
     """
 
     checker: str
@@ -308,6 +417,7 @@ class CheckResult:
     rate_denominator_name: str
     coverage: Mapping[str, int] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    causes: Mapping[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form, with each kept violation's explanation rendered too."""
@@ -323,6 +433,7 @@ class CheckResult:
             "rate_denominator_name": self.rate_denominator_name,
             "coverage": dict(self.coverage),
             "notes": list(self.notes),
+            "causes": dict(self.causes),
             "groups": [
                 {
                     "kind": g.kind,
@@ -398,8 +509,139 @@ def _named_writes(writes: tuple[WriteRef, ...]) -> tuple[list[str], list[str]]:
     return bindings, [names[w.op] for w in writes]
 
 
+VALUE_WIDTH = 60
+"""Values longer than this are clipped in the rendered view (results.json has them
+whole), so that one operation stays on one line of a terminal."""
+
+
 def render_explanation(violation: Violation) -> str:
-    """The explanation in prose: "Let ... Then ..., but ..., a contradiction."."""
+    """The explanation as a person reads it: the backend's view, then memcert's reading.
+
+    First every operation the violation cites, as the backend received and answered
+    it (attribute as written, value, causal_seq, op_id, the Ack or the exception, the
+    times), and every record the read returned. Then memcert's interpretation, which
+    uses the generator's ground truth (slot, fact, paraphrase level) that the backend
+    never saw, marked as such: see :func:`render_interpretation`.
+    """
+    lines = render_view(violation)
+    lines.append(f"memcert's reading (ground truth): {render_interpretation(violation)}")
+    return "\n".join(lines)
+
+
+def render_view(violation: Violation) -> list[str]:
+    """The backend's view of a violation, one operation or record per line."""
+    lines: list[str] = []
+    for name, ref in cited(violation.explanation):
+        if isinstance(ref, ReadRef):
+            lines.extend(_view_read(name, ref))
+        elif isinstance(ref, WriteRef):
+            lines.append(
+                f"{name} op {ref.op}: write {ref.namespace}/{ref.entity_id} "
+                f"{ref.attribute or ref.slot!r} = {_clip(ref.value)} causal_seq {ref.causal_seq}"
+                f" op_id {ref.op_id or '?'}"
+            )
+            lines.append(f"   {_view_answer(ref)}")
+        else:
+            lines.append(
+                f"{name} op {ref.op}: {ref.f} {ref.namespace}/{ref.entity_id} "
+                f"causal_seq {ref.causal_seq} op_id {ref.op_id or '?'}"
+            )
+            lines.append(f"   {_view_answer(ref)}")
+    return lines
+
+
+Cited: TypeAlias = "tuple[str, WriteRef | EntityOpRef | ReadRef]"
+
+
+def cited(e: Explanation) -> list[Cited]:
+    """The operations an explanation cites, named as its prose names them, in the
+    order they were invoked, the read last; for a conflict of one spelling whose writes
+    did not overlap, also the pair that raced on the slot (P1, P2), which left the
+    surplus."""
+    refs: list[Cited] = []
+    if isinstance(e, ConflictExplanation | DuplicateExplanation):
+        seen: dict[int, str] = {}
+        for w in e.writes:
+            if w.op not in seen:
+                seen[w.op] = f"W{len(seen) + 1}"
+                refs.append((seen[w.op], w))
+        if (
+            isinstance(e, ConflictExplanation)
+            and len({r.attribute for r in e.records}) <= 1
+            and not overlapping_writes(e.writes)
+        ):
+            refs += [(f"P{i + 1}", w) for i, w in enumerate(e.racers) if w.op not in seen]
+    elif isinstance(e, StaleExplanation):
+        refs += [("W1", e.top), ("W2", e.newer)]
+    elif isinstance(e, ResurrectionExplanation):
+        refs += [("D", e.delete), ("W", e.write)]
+        if e.refused is not None:
+            refs.append(("X", e.refused))
+        if e.restore is not None:
+            refs.append(("S", e.restore))
+    elif isinstance(e, LostExplanation):
+        refs.append(("W", e.write))
+        refs += [(f"C{i + 1}", c) for i, c in enumerate(e.concurrent[:2])]
+    elif isinstance(e, LeakExplanation):
+        refs.append(("W", e.writes[0]))
+    elif isinstance(e, PhantomExplanation):
+        if e.candidates:
+            refs.append(("W", e.candidates[0]))
+        elif e.nearest is not None:
+            refs.append(("N", e.nearest))
+    refs.sort(key=lambda named: named[1].op)
+    refs.append(("R", e.read))
+    if isinstance(e, LostExplanation) and e.served_later is not None:
+        refs.append(("R2", e.served_later))
+    return refs
+
+
+def _clip(value: str) -> str:
+    if len(value) <= VALUE_WIDTH:
+        return _q(value)
+    return f"{_q(value[:VALUE_WIDTH])}... ({len(value)} characters)"
+
+
+def _times(invoked: float | None, completed: float | None) -> str:
+    start = "?" if invoked is None else f"{invoked:.3f}"
+    end = "in flight" if completed is None else f"{completed:.3f} s"
+    return f"t={start}..{end}"
+
+
+def _view_answer(ref: WriteRef | EntityOpRef) -> str:
+    a = ref.answer
+    if a is None:
+        said = "no answer yet"
+    elif a.error is not None:
+        said = f"raised {a.error}"
+    else:
+        fields = [f"applied={a.applied}"]
+        if a.version is not None:
+            fields.append(f"version={a.version}")
+        if a.reason is not None:
+            fields.append(f"reason={a.reason!r}")
+        said = f"Ack({', '.join(fields)})"
+    return f"-> {said}  {_times(ref.invoked_s, ref.completed_s)}"
+
+
+def _view_read(name: str, r: ReadRef) -> list[str]:
+    n = len(r.records)
+    lines = [
+        f"{name} op {r.op}: read {r.namespace}/{r.entity_id} -> {n} record"
+        f"{'' if n == 1 else 's'}  {_times(r.invoked_s, r.completed_s)}"
+    ]
+    for rec in r.records:
+        version = "" if rec.version is None else f" version {rec.version}"
+        lines.append(
+            f"   [{rec.position}] {rec.attribute!r} = {_clip(rec.value)} "
+            f"causal_seq {rec.causal_seq}{version}"
+        )
+    return lines
+
+
+def render_interpretation(violation: Violation) -> str:
+    """memcert's reading in prose, in Elle's form: "Let ... Then ..., but ..., a
+    contradiction."; it speaks of slots and facts, the generator's ground truth."""
     e = violation.explanation
     if isinstance(e, ConflictExplanation):
         bindings, names = _named_writes(e.writes)

@@ -54,9 +54,9 @@ def certify(
 
 
 def replay(out: str | os.PathLike[str]) -> Report:
-    """Re-check the run saved in the folder ``out`` (its ``history.jsonl`` and
-    ``results.json``) with today's checkers, without the backend, as ``memcert replay``
-    does."""
+    """Re-check the run saved in the folder ``out`` (its ``history.jsonl`` or
+    ``history.jsonl.zst``, and ``results.json``) with today's checkers, without the
+    backend, as ``memcert replay`` does."""
     from chaos.certify import replay as run
 
     return run(Path(out))

@@ -33,6 +33,7 @@ from .memory import InMemoryBackend, MemoryStore, SharedFactory
 
 __all__ = [
     "KNOWN_BAD",
+    "KNOWN_BAD_CAUSES",
     "InMemoryBackend",
     "MemoryStore",
     "SharedFactory",
@@ -82,3 +83,23 @@ KNOWN_BAD: Mapping[str, tuple[str, ...]] = MappingProxyType({
     "chaos.examples:phantom_records": ("phantom",),
 })
 """Known-bad factory -> the checkers (by name) that must fail on it."""
+
+KNOWN_BAD_CAUSES: Mapping[str, Mapping[str, str]] = MappingProxyType({
+    "chaos.examples:racy_upsert": {"uniqueness": "race"},
+    "chaos.examples:last_arrival_wins": {"causal_monotonicity": "stale_overwrite"},
+    "chaos.examples:unsorted_reads": {"causal_monotonicity": "read_order"},
+    "chaos.examples:folds_negation": {"causal_monotonicity": "over_merged"},
+    "chaos.examples:expiring_tombstone": {"deletion_monotonicity": "tombstone_expired"},
+    "chaos.examples:restore_revives": {"deletion_monotonicity": "restore_revived"},
+    "chaos.examples:restore_accepts_late_writes": {
+        "deletion_monotonicity": "stale_after_restore"},
+    "chaos.examples:surface_only": {"semantic_normalization": "duplicate",
+                                    "uniqueness": "not_replaced"},
+    "chaos.examples:raw_attribute_keys": {"uniqueness": "alias",
+                                          "semantic_normalization": "duplicate"},
+    "chaos.examples:drops_writes": {"durability": "never_visible"},
+    "chaos.examples:leaky_namespaces": {"isolation": "leak"},
+    "chaos.examples:phantom_records": {"phantom": "altered_value"},
+})
+"""Known-bad factory -> checker -> the root cause most of its violations must have: the
+bug the backend plants, as ``invariants.causes`` names it."""

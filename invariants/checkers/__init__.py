@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from invariants.causes import CAUSES
 from invariants.errors import InvalidArgument
 from invariants.history import Entry, History, HistoryError, collector_paused
 from invariants.levels import Paraphrase
@@ -173,6 +174,24 @@ class CheckerSuite:
         """Violations found so far, per checker name."""
         return {name: c.violation_count for name, c in self.checkers.items()}
 
+    def rate_terms(self) -> dict[str, tuple[int, int]]:
+        """Each checker's rate so far as (failed checks, checks), per checker name; as
+        cheap as :meth:`violation_counts`, for the live metrics."""
+        return {name: c.rate_terms() for name, c in self.checkers.items()}
+
+    def cause_counts(self) -> dict[str, dict[str, int]]:
+        """Violations so far per checker name and root cause, every cause of
+        :data:`~invariants.causes.CAUSES` present (0 included); as cheap as
+        :meth:`violation_counts` times the causes, for the live metrics. Causes are as
+        found (:meth:`Checker.cause_counts`), so the counts only grow."""
+        counts: dict[str, dict[str, int]] = {}
+        for name, checker in self.checkers.items():
+            found = checker.cause_counts()
+            ordered = {cause: found.pop(cause, 0) for cause in CAUSES.get(name, ())}
+            ordered.update(found)
+            counts[name] = ordered
+        return counts
+
     def results(self) -> dict[str, CheckResult]:
         """Every checker's verdict so far, by name, in :data:`ALL_CHECKERS` order."""
         results: dict[str, CheckResult] = {}
@@ -198,6 +217,7 @@ class CheckerSuite:
                 rate_denominator_name=result.rate_denominator_name,
                 coverage=result.coverage,
                 notes=notes,
+                causes=result.causes,
             )
         return results
 
@@ -207,6 +227,7 @@ class CheckerSuite:
 
 
 def _crashed_result(checker: Checker) -> CheckResult:
+    numerator, denominator = checker.rate_terms()
     return CheckResult(
         checker=checker.name,
         validity=Validity.UNKNOWN,
@@ -214,10 +235,10 @@ def _crashed_result(checker: Checker) -> CheckResult:
         violations=(),
         groups=(),
         checked=checker.checked,
-        rate=0.0,
-        rate_numerator=0,
+        rate=numerator / denominator if denominator else 0.0,
+        rate_numerator=numerator,
         rate_numerator_name=checker.numerator_name,
-        rate_denominator=0,
+        rate_denominator=denominator,
         rate_denominator_name=checker.denominator_name,
     )
 

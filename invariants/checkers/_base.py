@@ -3,15 +3,29 @@
 from __future__ import annotations
 
 import abc
+from collections import Counter
+from dataclasses import replace
 from typing import ClassVar
 
+from invariants.causes import CAUSES, classify
 from invariants.errors import InvalidArgument
 from invariants.history import Entry, HistoryError
-from invariants.verdict import CheckResult, Validity, Violation, ViolationGroup, ViolationKind
+from invariants.verdict import (
+    CheckResult,
+    ReadRef,
+    Validity,
+    Violation,
+    ViolationGroup,
+    ViolationKind,
+    cited,
+)
 
 from ._trace import ReadView, Trace
 
-__all__ = ["Checker"]
+__all__ = ["PER_CAUSE", "Checker"]
+
+PER_CAUSE = 3
+"""Violations kept of each cause, past the checker's ``keep``."""
 
 
 class Checker(abc.ABC):
@@ -28,7 +42,9 @@ class Checker(abc.ABC):
 
     ``trace`` lets several checkers share one index of the history (they must then be
     fed in lockstep); ``keep`` bounds how many violations are kept in full per kind,
-    while every one is counted.
+    while every one is counted, and past it the first :data:`PER_CAUSE` (at most
+    ``keep``) of each cause are kept too, so that every cause found has an example. Each kept
+    violation's ``repeats`` counts every violation citing the same operations.
     """
 
     name: ClassVar[str]
@@ -45,12 +61,18 @@ class Checker(abc.ABC):
         self._keep = keep
         self._count = 0
         self._kept: list[Violation] = []
+        self._per_cause: Counter[str] = Counter()
+        self._repeats: dict[tuple[int, ...], int] = {}
+        """Per set of cited operations (a kept violation's witnesses bar its read), how
+        many violations cited them."""
         self._first: Violation | None = None
         self._worst: Violation | None = None
         self._last: Violation | None = None
         self._seen = -1
+        self._causes: Counter[str] = Counter()
         self.checked = 0
-        """Opportunities for a violation seen so far, in the checker's own unit."""
+        """Opportunities for a violation seen so far, in the checker's own unit: the
+        denominator of its rate. A check finds at most one failure."""
 
     def observe(self, entry: Entry) -> None:
         """Consume the next entry of the history."""
@@ -77,16 +99,17 @@ class Checker(abc.ABC):
             validity = Validity.VALID
         else:
             validity = Validity.UNKNOWN
-        numerator, denominator = self._rate_terms()
+        numerator, denominator = self.rate_terms()
         groups: tuple[ViolationGroup, ...] = ()
+        final = self._final
         if self._first is not None and self._last is not None:
             groups = (
                 ViolationGroup(
                     kind=self.kind,
                     count=self._count,
-                    first=self._first,
-                    worst=self._worst,
-                    last=self._last,
+                    first=final(self._first),
+                    worst=None if self._worst is None else final(self._worst),
+                    last=final(self._last),
                 ),
             )
         notes = list(self._notes())
@@ -101,7 +124,7 @@ class Checker(abc.ABC):
             checker=self.name,
             validity=validity,
             violation_count=self._count,
-            violations=tuple(self._kept),
+            violations=tuple(final(v) for v in self._kept),
             groups=groups,
             checked=self.checked,
             rate=numerator / denominator if denominator else 0.0,
@@ -111,9 +134,14 @@ class Checker(abc.ABC):
             rate_denominator_name=self.denominator_name,
             coverage=self._coverage(),
             notes=tuple(notes),
+            causes=self._cause_counts(),
         )
 
-    def _add(self, violation: Violation) -> None:
+    def _add(self, violation: Violation) -> Violation:
+        """Count ``violation`` and return it classified by its cause."""
+        cause, detail = classify(violation)
+        violation = replace(violation, cause=cause, detail=detail)
+        self._causes[cause] += 1
         self._count += 1
         if self._first is None:
             self._first = violation
@@ -125,8 +153,15 @@ class Checker(abc.ABC):
             or magnitude > self._worst.magnitude
         ):
             self._worst = violation
-        if len(self._kept) < self._keep:
+        cited = _cited(violation)
+        repeats = self._repeats
+        if cited in repeats:
+            repeats[cited] += 1
+        if len(self._kept) < self._keep or self._per_cause[cause] < min(PER_CAUSE, self._keep):
             self._kept.append(violation)
+            self._per_cause[cause] += 1
+            repeats.setdefault(cited, 1)
+        return violation
 
     @abc.abstractmethod
     def _on_read(self, view: ReadView) -> None:
@@ -140,8 +175,52 @@ class Checker(abc.ABC):
     def _nothing_checked(self) -> str:
         """Why ``checked`` can be 0: the condition that never occurred."""
 
-    def _rate_terms(self) -> tuple[int, int]:
-        return self._count, self.checked
+    def _final(self, violation: Violation) -> Violation:
+        """A kept violation as the whole history shows it, with its repeats counted; a
+        checker whose causes depend on later entries reclassifies in :meth:`_revise`."""
+        repeats = self._repeats.get(_cited(violation), 1)
+        return self._revise(replace(violation, repeats=repeats))
+
+    def _revise(self, violation: Violation) -> Violation:
+        """Hook: reclassify a kept violation once the whole history is known."""
+        return violation
+
+    def _cause_counts(self) -> dict[str, int]:
+        """Violations per cause, in :data:`~invariants.causes.CAUSES` order, every
+        cause of the checker present (0 included) so that a breakdown shows what was
+        ruled out as well as what was found."""
+        counts = self._causes
+        ordered = {cause: counts.get(cause, 0) for cause in CAUSES.get(self.name, ())}
+        ordered.update((c, n) for c, n in counts.items() if c not in ordered)
+        return ordered
+
+    def cause_counts(self) -> dict[str, int]:
+        """Violations so far per cause, as each was classified when it was found; cheap
+        (one entry per cause), for online metrics. Its counts only grow, as a
+        Prometheus counter's must: a durability violation a later read explains
+        (``visible_late``) stays under the cause it was found with here, and moves in
+        :meth:`result` alone."""
+        return dict(self._causes)
+
+    def rate_terms(self) -> tuple[int, int]:
+        """The rate's numerator and denominator so far; O(1), for online metrics.
+
+        The denominator is always ``checked``, and the numerator counts the checks that
+        found a violation, so a rate can never exceed 1 and the column a report calls
+        "checked" is what the rate divides by.
+        """
+        return self._failed_checks(), self.checked
+
+    def _failed_checks(self) -> int:
+        """Checks that found a violation; a checker that can find several violations in
+        one check (one per fact, say) counts that check once."""
+        return self._count
 
     def _notes(self) -> list[str]:
         return []
+
+
+def _cited(violation: Violation) -> tuple[int, ...]:
+    """The operations a violation's explanation cites, bar the reads: two reads that
+    saw the same writes misbehave cite the same tuple."""
+    return tuple(ref.op for _, ref in cited(violation.explanation) if not isinstance(ref, ReadRef))

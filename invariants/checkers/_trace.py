@@ -29,14 +29,14 @@ they must then all be fed each entry before any of them gets the next one.
 from __future__ import annotations
 
 import heapq
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right, insort
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Final, TypeAlias
 
-from invariants.backend import Delete, Record, Restore, Write
+from invariants.backend import Ack, Delete, Record, Restore, Write
 from invariants.history import Entry, HistoryError
 from invariants.levels import PARAPHRASE_LEVELS, Paraphrase
-from invariants.verdict import EntityOpRef, Outcome, ReadRef, ServedRecord, WriteRef
+from invariants.verdict import Answer, EntityOpRef, Outcome, ReadRef, ServedRecord, WriteRef
 
 __all__ = ["Trace"]
 
@@ -59,6 +59,8 @@ class WriteState:
     """One write: payload, ground truth, and how it ended (so far)."""
 
     __slots__ = (
+        "answer",
+        "call",
         "done",
         "fact",
         "ident",
@@ -73,7 +75,7 @@ class WriteState:
 
     def __init__(
         self,
-        index: int,
+        call: Entry,
         ident: Ident,
         slot: str,
         fact: str,
@@ -81,7 +83,11 @@ class WriteState:
         seq: int,
         paraphrase: Paraphrase,
     ) -> None:
-        self.index = index
+        self.call = call
+        """The invocation as the backend received it; the explanations quote it."""
+        self.answer: Entry | None = None
+        """The completion, once it arrived."""
+        self.index = call.index
         self.done = -1
         self.status = PENDING
         self.ident = ident
@@ -98,7 +104,10 @@ class WriteState:
         write invoked first."""
         return self.seq > other.seq or (self.seq == other.seq and self.index < other.index)
 
-    def ref(self) -> WriteRef:
+    def ref(self, t0: int) -> WriteRef:
+        """This write as an explanation cites it; ``t0`` is the run's first timestamp."""
+        op: Write = self.call.op  # type: ignore[assignment]
+        answer = self.answer
         return WriteRef(
             op=self.index,
             completed=None if self.done < 0 else self.done,
@@ -110,23 +119,33 @@ class WriteState:
             value=self.value,
             causal_seq=self.seq,
             paraphrase=self.paraphrase,
+            attribute=op.attribute,
+            op_id=op.op_id,
+            answer=None if answer is None else _answer(answer),
+            invoked_s=_since(self.call, t0),
+            completed_s=None if answer is None else _since(answer, t0),
         )
 
 
 class OpState:
     """One delete or restore."""
 
-    __slots__ = ("done", "f", "ident", "index", "seq", "status")
+    __slots__ = ("answer", "call", "done", "f", "ident", "index", "seq", "status")
 
-    def __init__(self, index: int, f: str, seq: int, ident: Ident) -> None:
-        self.index = index
+    def __init__(self, call: Entry, f: str, seq: int, ident: Ident) -> None:
+        self.call = call
+        self.answer: Entry | None = None
+        self.index = call.index
         self.done = -1
         self.status = PENDING
         self.f = f
         self.seq = seq
         self.ident = ident
 
-    def ref(self) -> EntityOpRef:
+    def ref(self, t0: int) -> EntityOpRef:
+        """This delete or restore as an explanation cites it; ``t0`` as for a write."""
+        op: Delete | Restore = self.call.op  # type: ignore[assignment]
+        answer = self.answer
         return EntityOpRef(
             op=self.index,
             completed=None if self.done < 0 else self.done,
@@ -135,7 +154,22 @@ class OpState:
             namespace=self.ident[0],
             entity_id=self.ident[1],
             causal_seq=self.seq,
+            op_id=op.op_id,
+            answer=None if answer is None else _answer(answer),
+            invoked_s=_since(self.call, t0),
+            completed_s=None if answer is None else _since(answer, t0),
         )
+
+
+def _since(entry: Entry, t0: int) -> float:
+    return (entry.time_ns - t0) / 1e9
+
+
+def _answer(entry: Entry) -> Answer:
+    res = entry.result
+    if isinstance(res, Ack):
+        return Answer(applied=res.applied, version=res.version, reason=res.reason)
+    return Answer(error=str(res))
 
 
 class FactState(list[WriteState]):
@@ -175,16 +209,31 @@ class KeyState:
     """
 
     __slots__ = (
+        "busy",
         "epoch",
         "facts",
         "floor_best",
         "floor_done",
+        "flying",
         "live_facts",
+        "race",
+        "raced_writes",
         "repeated_facts",
         "was_contended",
     )
 
     def __init__(self, epoch: int) -> None:
+        self.busy = 0
+        """Writes to the key in flight now; one that ended ``info`` stays counted, since
+        it may take effect at any later time."""
+        self.flying: WriteState | None = None
+        """The write to the key invoked last."""
+        self.raced_writes = 0
+        """Writes to the key invoked while another was in flight: each can have made at
+        most one surplus record through a check-then-insert race."""
+        self.race: tuple[WriteState, WriteState] | None = None
+        """The first two writes to the key that were in flight together, if any: a
+        check-then-insert race can only have happened on a key that has one."""
         self.was_contended = False
         self.facts: dict[str, WriteState | FactState] = {}
         self.live_facts = 0
@@ -219,6 +268,7 @@ class EntityState:
         "keys",
         "last_del_done",
         "last_restore_done",
+        "refused",
         "repeated",
         "restores",
         "uncertain_deletes",
@@ -239,6 +289,27 @@ class EntityState:
         self.restores: list[OpState] = []
         self.contended = 0
         self.repeated = 0
+        self.refused: list[WriteState] = []
+        """The entity's writes that failed, in invocation order: the evidence that a
+        tombstone held for a while."""
+
+    def writes(self) -> Iterator[WriteState]:
+        """Every write to the entity, slot by slot."""
+        for key in self.keys.values():
+            for known in key.facts.values():
+                if isinstance(known, FactState):
+                    yield from known
+                else:
+                    yield known
+
+    def refused_between(self, after: int, before: int) -> WriteState | None:
+        """The first write invoked after index ``after`` and before ``before`` that
+        the backend refused, if any."""
+        refused = self.refused
+        j = bisect_right(refused, after, key=_index)
+        if j < len(refused) and refused[j].index < before:
+            return refused[j]
+        return None
 
     def deleted_before(self, before: int) -> tuple[OpState, OpState] | None:
         """Among deletes acknowledged before index ``before``: the one invoked last and
@@ -282,6 +353,23 @@ class Traced:
         """Every write that may have produced the record, in invocation order."""
         return (self.write, *self.more)
 
+    def sender(self) -> WriteState:
+        """The producer an explanation should cite: the one whose attribute and
+        causal_seq the record carries, as the backend stored them, else the one whose
+        causal_seq it carries, else the first. A value written twice is common; the
+        record's own fields say which write the backend kept."""
+        if not self.more:
+            return self.write
+        r = self.record
+        by_seq = None
+        for w in self.producers:
+            if w.seq == r.causal_seq:
+                op: Write = w.call.op  # type: ignore[assignment]
+                if op.attribute == r.attribute:
+                    return w
+                by_seq = by_seq or w
+        return by_seq or self.write
+
     def served(self) -> ServedRecord:
         return _served(self.position, self.record)
 
@@ -310,7 +398,11 @@ class Stray:
 
 def _served(position: int, r: Record) -> ServedRecord:
     return ServedRecord(
-        position=position, attribute=r.attribute, value=r.value, causal_seq=r.causal_seq
+        position=position,
+        attribute=r.attribute,
+        value=r.value,
+        causal_seq=r.causal_seq,
+        version=r.version,
     )
 
 
@@ -325,6 +417,7 @@ class ReadView:
     __slots__ = (
         "_floors",
         "by_slot",
+        "call",
         "done",
         "entity",
         "entity_id",
@@ -334,20 +427,27 @@ class ReadView:
         "records",
         "stacked",
         "strays",
+        "t0",
+        "time_ns",
     )
 
     def __init__(
         self,
-        invoke: int,
-        done: int,
+        call: Entry,
+        answer: Entry,
         namespace: str,
         entity_id: str,
         records: tuple[Record, ...],
         entity: EntityState | None,
         foreign: bool,
+        t0: int,
     ) -> None:
-        self.invoke = invoke
-        self.done = done
+        self.call = call
+        self.invoke = call.index
+        self.done = answer.index
+        self.time_ns = answer.time_ns
+        self.t0 = t0
+        """The run's first timestamp, which every ref's times count from."""
         self.namespace = namespace
         self.entity_id = entity_id
         self.records = records
@@ -393,15 +493,22 @@ class ReadView:
         return None if ent is None else ent.keys[slot].top(fact)
 
     def ref(self) -> ReadRef:
+        t0 = self.t0
         return ReadRef(
-            op=self.invoke, completed=self.done, namespace=self.namespace, entity_id=self.entity_id
+            op=self.invoke,
+            completed=self.done,
+            namespace=self.namespace,
+            entity_id=self.entity_id,
+            records=tuple(_served(i, r) for i, r in enumerate(self.records)),
+            invoked_s=_since(self.call, t0),
+            completed_s=(self.time_ns - t0) / 1e9,
         )
 
 
 _WriteCall: TypeAlias = tuple[WriteState, KeyState, EntityState]
 """A write in flight, with where it goes (kept out of the index, which only points down)."""
-_InFlight: TypeAlias = _WriteCall | OpState | int
-"""What a worker has in flight: a write, a delete or restore, or a read (its index)."""
+_InFlight: TypeAlias = _WriteCall | OpState | Entry
+"""What a worker has in flight: a write, a delete or restore, or a read (its invocation)."""
 
 
 class Trace:
@@ -409,6 +516,8 @@ class Trace:
 
     def __init__(self) -> None:
         self._last = -1
+        self.t0 = 0
+        """The first entry's timestamp: explanations give times relative to it."""
         self._view: ReadView | None = None
         self._pending: dict[int, _InFlight] = {}
         self._values: dict[str, WriteState] = {}
@@ -416,6 +525,8 @@ class Trace:
         self._namespaces: set[str] = set()
         self.contended_keys = 0
         """Slots that ever had non-failed writes of two or more facts."""
+        self.refused_after_delete = 0
+        """Writes refused that were invoked after a delete of their entity completed."""
         self.ok_writes = 0
         self.ok_deletes = 0
         self.ok_restores = 0
@@ -451,6 +562,8 @@ class Trace:
             if i == last:
                 return self._view
             raise _out_of_order(i, last)
+        if i == 0:
+            self.t0 = entry.time_ns
         pending = self._pending
         worker = entry.worker
         view = None
@@ -461,7 +574,7 @@ class Trace:
             if f == "write":
                 self._invoke_write(entry)
             elif f == "read":
-                pending[worker] = i
+                pending[worker] = entry
             else:
                 self._invoke_entity_op(entry)
         else:
@@ -469,7 +582,7 @@ class Trace:
             if type(st) is tuple:
                 ws, key, ent = st
                 self._complete_write(entry, ws, key, ent)
-            elif type(st) is int:
+            elif type(st) is Entry:
                 if entry.type == "ok":
                     view = self._read(entry, st)
             elif type(st) is OpState:
@@ -503,6 +616,8 @@ class Trace:
                         continue
                     raise _out_of_order(i, last)
                 worker = entry.worker
+                if i == 0:
+                    self.t0 = entry.time_ns
                 if entry.type == "invoke":
                     if worker in pending:
                         raise _busy(i, worker)
@@ -510,7 +625,7 @@ class Trace:
                     if f == "write":
                         invoke_write(entry)
                     elif f == "read":
-                        pending[worker] = i
+                        pending[worker] = entry
                     else:
                         invoke_entity_op(entry)
                     last = i
@@ -519,7 +634,7 @@ class Trace:
                 if type(st) is tuple:
                     ws, key, ent = st
                     complete_write(entry, ws, key, ent)
-                elif type(st) is int:
+                elif type(st) is Entry:
                     if entry.type == "ok":
                         view = read(entry, st)
                         last = i
@@ -533,6 +648,31 @@ class Trace:
         finally:
             self._last = last
             self._view = view if view is not None and view.done == last else None
+
+    def overwriters(self, ws: WriteState, *, reach: int = 64) -> list[WriteState]:
+        """Writes to other slots of ``ws``'s entity that were invoked before ``ws``
+        completed and completed after it (or never did): the writers that could have
+        written a whole-entity copy, read before ``ws`` landed, back over it.
+
+        Only the ``reach`` writes invoked just before ``ws`` are looked at, besides
+        those invoked while it was in flight, which bounds the work per question.
+        """
+        writes = self._writes
+        start = bisect_left(writes, ws.index, key=_index)
+        done = ws.done if ws.done >= 0 else self._last + 1
+        found: list[WriteState] = []
+        for other in writes[max(0, start - reach) :]:
+            if other.index >= done:
+                break
+            if (
+                other is not ws
+                and other.ident is ws.ident
+                and other.slot != ws.slot
+                and other.status != FAIL
+                and (other.done < 0 or other.done > done)
+            ):
+                found.append(other)
+        return found
 
     def _entity(self, namespace: str, entity_id: str) -> EntityState:
         by_id = self._entities.get(namespace)
@@ -566,7 +706,7 @@ class Trace:
             key = keys[slot] = KeyState(ent.epoch)
         value = op.value
         fact = meta.fact
-        ws = WriteState(entry.index, ent.ident, slot, fact, value, op.causal_seq, meta.paraphrase)
+        ws = WriteState(entry, ent.ident, slot, fact, value, op.causal_seq, meta.paraphrase)
         self._writes.append(ws)
         values = self._values
         before = values.setdefault(value, ws)
@@ -594,13 +734,22 @@ class Trace:
             key.repeated_facts += 1
             if key.repeated_facts == 1:
                 ent.repeated += 1
+        if key.busy:
+            key.raced_writes += 1
+            if key.race is None and key.flying is not None:
+                key.race = (key.flying, ws)
+        key.busy += 1
+        key.flying = ws
         self._pending[entry.worker] = (ws, key, ent)
 
     def _complete_write(
         self, entry: Entry, ws: WriteState, key: KeyState, ent: EntityState
     ) -> None:
         ws.done = done = entry.index
+        ws.answer = entry
         etype = entry.type
+        if etype != "info":  # an info write may still land at any time: in flight for good
+            key.busy -= 1
         if etype == "ok":
             ws.status = OK
             self.ok_writes += 1
@@ -615,6 +764,9 @@ class Trace:
                 best.append(ws if not best or ws.seq >= best[-1].seq else best[-1])
         elif etype == "fail":
             ws.status = FAIL
+            insort(ent.refused, ws, key=_index)
+            if ws.index > ent.last_del_done >= 0:
+                self.refused_after_delete += 1
             known = key.facts[ws.fact]
             if isinstance(known, FactState):
                 known.live -= 1
@@ -636,7 +788,7 @@ class Trace:
     def _invoke_entity_op(self, entry: Entry) -> None:
         op: Delete | Restore = entry.op  # type: ignore[assignment]
         ent = self._entity(op.namespace, op.entity_id)
-        st = OpState(entry.index, entry.f, op.causal_seq, ent.ident)
+        st = OpState(entry, entry.f, op.causal_seq, ent.ident)
         if entry.f == "delete":
             ent.uncertain_deletes += 1
         else:
@@ -646,6 +798,7 @@ class Trace:
 
     def _complete_entity_op(self, entry: Entry, st: OpState) -> None:
         st.done = entry.index
+        st.answer = entry
         ent = self._entities[st.ident[0]][st.ident[1]]
         etype = entry.type
         is_delete = st.f == "delete"
@@ -672,7 +825,7 @@ class Trace:
             self.ok_restores += 1
             ent.last_restore_done = entry.index
 
-    def _read(self, entry: Entry, invoke: int) -> ReadView:
+    def _read(self, entry: Entry, call: Entry) -> ReadView:
         self.ok_reads += 1
         op = entry.op
         records: tuple[Record, ...] = entry.result  # type: ignore[assignment]
@@ -684,7 +837,7 @@ class Trace:
         except KeyError:
             ent = None
         ident = None if ent is None else ent.ident
-        view = ReadView(invoke, entry.index, ns, op.entity_id, records, ent, foreign)
+        view = ReadView(call, entry, ns, op.entity_id, records, ent, foreign, self.t0)
         values = self._values
         by_slot = view.by_slot
         strays: list[Stray] | None = None
@@ -708,6 +861,10 @@ class Trace:
                 group.append(t)
                 view.stacked = True
         return view
+
+
+def _index(ws: WriteState) -> int:
+    return ws.index
 
 
 def _out_of_order(i: int, last: int) -> HistoryError:

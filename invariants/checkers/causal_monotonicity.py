@@ -112,7 +112,10 @@ class CausalMonotonicity(Checker):
                 key=Key(view.namespace, view.entity_id, slot),
                 witnesses=tuple(sorted((top.index, newest.index, view.invoke))),
                 explanation=StaleExplanation(
-                    read=view.ref(), served=served.served(), top=top.ref(), newer=newest.ref()
+                    read=view.ref(),
+                    served=served.served(),
+                    top=top.ref(view.t0),
+                    newer=newest.ref(view.t0),
                 ),
                 magnitude=newest.seq - top.seq,
             )

@@ -56,6 +56,8 @@ class DeletionMonotonicity(Checker):
         if not restored:
             own = [t for group in view.by_slot.values() for t in group]
             first = min(own, key=_position)
+            refused = ent.refused_between(latest.done, view.invoke)
+            sender = first.sender()
             self._add(
                 Violation(
                     kind="resurrection",
@@ -63,12 +65,14 @@ class DeletionMonotonicity(Checker):
                     witnesses=(latest.index, view.invoke),
                     explanation=ResurrectionExplanation(
                         read=view.ref(),
-                        delete=latest.ref(),
+                        delete=latest.ref(view.t0),
                         cause="no_restore",
                         record=first.served(),
-                        write=first.write.ref(),
+                        write=sender.ref(view.t0),
                         restore=None,
                         revived=len(own),
+                        refused=None if refused is None else refused.ref(view.t0),
+                        refusals=self._trace.refused_after_delete,
                     ),
                     magnitude=len(own),
                 )
@@ -95,12 +99,13 @@ class DeletionMonotonicity(Checker):
                 witnesses=tuple(sorted((write.index, delete.index, view.invoke))),
                 explanation=ResurrectionExplanation(
                     read=view.ref(),
-                    delete=delete.ref(),
+                    delete=delete.ref(view.t0),
                     cause=cause,
                     record=record.served(),
-                    write=write.ref(),
-                    restore=None if restore is None else restore.ref(),
+                    write=write.ref(view.t0),
+                    restore=None if restore is None else restore.ref(view.t0),
                     revived=len(revived),
+                    refusals=self._trace.refused_after_delete,
                 ),
                 magnitude=len(revived),
             )

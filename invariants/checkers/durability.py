@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
-from invariants.verdict import Key, LostExplanation, Violation
+from dataclasses import replace
+
+from invariants.causes import classify
+from invariants.verdict import Key, LostExplanation, ReadRef, Violation, WriteRef
 
 from ._base import Checker
 from ._trace import ReadView, Trace
@@ -30,10 +33,20 @@ class Durability(Checker):
     def __init__(self, *, trace: Trace | None = None, keep: int = 20) -> None:
         super().__init__(trace=trace, keep=keep)
         self._skipped = 0
+        self._lost: dict[int, _Lost] = {}
+        """Each lost write (by invocation index): how often it was found missing, and
+        the later read that served it, once one did."""
 
     def _on_read(self, view: ReadView) -> None:
         if view.entity is None:
             return
+        lost = self._lost
+        if lost:
+            for group in view.by_slot.values():
+                for t in group:
+                    found = lost.get(t.write.index)
+                    if found is not None and found.served_later is None:
+                        found.served_later = view.ref()
         floors = view.floors()
         if floors is None:
             self._skipped += 1
@@ -44,14 +57,43 @@ class Durability(Checker):
             return
         for slot, write in floors.items():
             if slot not in served:
-                self._add(
-                    Violation(
-                        kind="lost",
-                        key=Key(view.namespace, view.entity_id, slot),
-                        witnesses=(write.index, view.invoke),
-                        explanation=LostExplanation(read=view.ref(), slot=slot, write=write.ref()),
-                    )
+                known = lost.get(write.index)
+                if known is None:
+                    t0 = view.t0
+                    overwriters = self._trace.overwriters(write)
+                    known = lost[write.index] = _Lost(tuple(w.ref(t0) for w in overwriters))
+                known.reads += 1
+                violation = Violation(
+                    kind="lost",
+                    key=Key(view.namespace, view.entity_id, slot),
+                    witnesses=(write.index, view.invoke),
+                    explanation=LostExplanation(
+                        read=view.ref(),
+                        slot=slot,
+                        write=write.ref(view.t0),
+                        concurrent=known.concurrent,
+                    ),
                 )
+                self._add(violation)
+
+    def _revise(self, violation: Violation) -> Violation:
+        e = violation.explanation
+        assert isinstance(e, LostExplanation)
+        later = self._lost[e.write.op].served_later
+        if later is None:
+            return violation
+        e = replace(e, served_later=later)
+        cause, detail = classify(replace(violation, explanation=e))
+        return replace(violation, explanation=e, cause=cause, detail=detail)
+
+    def _cause_counts(self) -> dict[str, int]:
+        counts = super()._cause_counts()
+        for known in self._lost.values():
+            if known.served_later is not None:
+                cause = "lost_update" if known.concurrent else "never_visible"
+                counts[cause] -= known.reads
+                counts["visible_late"] += known.reads
+        return counts
 
     def _coverage(self) -> dict[str, int]:
         return {
@@ -72,3 +114,14 @@ class Durability(Checker):
             f"{self._skipped} read(s) not checked: a delete of unknown outcome could have "
             "wiped the entity at any time"
         ]
+
+
+class _Lost:
+    """What the checker learns about one lost write as the history goes on."""
+
+    __slots__ = ("concurrent", "reads", "served_later")
+
+    def __init__(self, concurrent: tuple[WriteRef, ...]) -> None:
+        self.concurrent = concurrent
+        self.reads = 0
+        self.served_later: ReadRef | None = None

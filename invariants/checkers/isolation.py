@@ -44,7 +44,7 @@ class Isolation(Checker):
                         explanation=LeakExplanation(
                             read=view.ref(),
                             record=t.served(),
-                            writes=tuple(w.ref() for w in t.others),
+                            writes=tuple(w.ref(view.t0) for w in t.others),
                         ),
                     )
                 )

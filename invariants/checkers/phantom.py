@@ -3,10 +3,11 @@
 
 from __future__ import annotations
 
+from invariants.causes import EDIT_SIMILARITY, alteration, similarity
 from invariants.verdict import Key, PhantomExplanation, Violation
 
 from ._base import Checker
-from ._trace import PHANTOM, ReadView
+from ._trace import PHANTOM, EntityState, ReadView, Trace, WriteState
 
 __all__ = ["Phantom"]
 
@@ -25,13 +26,24 @@ class Phantom(Checker):
     numerator_name = "phantom records"
     denominator_name = "records read"
 
+    def __init__(self, *, trace: Trace | None = None, keep: int = 20) -> None:
+        super().__init__(trace=trace, keep=keep)
+        self._nearest: dict[tuple[int, str], WriteState | None] = {}
+        """The nearest write per (entity, served value): one phantom value is often
+        served by many reads."""
+
     def _on_read(self, view: ReadView) -> None:
         self.checked += len(view.records)
         for t in view.strays:
             if t.origin == PHANTOM:
                 witnesses: tuple[int, ...] = (view.invoke,)
+                nearest = None
                 if t.others:
                     witnesses = tuple(sorted((t.others[0].index, view.invoke)))
+                elif view.entity is not None:
+                    nearest = self._near(view.entity, t.record.value, view.done)
+                    if nearest is not None:
+                        witnesses = tuple(sorted((nearest.index, view.invoke)))
                 self._add(
                     Violation(
                         kind="phantom",
@@ -40,10 +52,28 @@ class Phantom(Checker):
                         explanation=PhantomExplanation(
                             read=view.ref(),
                             record=t.served(),
-                            candidates=tuple(w.ref() for w in t.others),
+                            candidates=tuple(w.ref(view.t0) for w in t.others),
+                            nearest=None if nearest is None else nearest.ref(view.t0),
                         ),
                     )
                 )
+
+    def _near(self, entity: EntityState, value: str, before: int) -> WriteState | None:
+        """The write to ``entity`` invoked before index ``before`` whose value ``value``
+        looks derived from: an exact alteration first, else the closest edit."""
+        key = (id(entity), value)
+        if key in self._nearest:
+            return self._nearest[key]
+        candidates = [w for w in entity.writes() if w.index < before]
+        found = next((w for w in candidates if alteration(w.value, value, edits=False)), None)
+        if found is None:
+            best = EDIT_SIMILARITY
+            for w in candidates:
+                score = similarity(w.value, value)
+                if score >= best:
+                    found, best = w, score
+        self._nearest[key] = found
+        return found
 
     def _coverage(self) -> dict[str, int]:
         return {"ok_reads": self._trace.ok_reads, "records_checked": self.checked}

@@ -24,15 +24,17 @@ class SemanticNormalization(Checker):
     served twice under the very same wording is a violation at every level.
 
     Unit of ``checked``: a read × a slot of the read's entity that, when the read
-    completed, had some fact with two or more writes that had not failed. The rate is
-    different, as docs/invariants.md asks: distinct values ever served as an extra copy
-    of a fact, per paraphrase write (ok or info) at or below ``level``.
+    completed, had some fact with two or more writes that had not failed, or that the
+    read served one write's value twice in. The rate counts such slot reads that served
+    a duplicate, once however many facts they doubled, so it stays at most 1; the
+    violations count every fact doubled. Coverage keeps ``extra_record_values``: the
+    distinct values ever served as an extra copy of a fact.
     """
 
     name = "semantic_normalization"
     kind = "duplicate"
-    numerator_name = "paraphrase values stored as an extra record"
-    denominator_name = "paraphrase writes at or below the level"
+    numerator_name = "reads of a slot serving a fact twice"
+    denominator_name = "reads of a slot with a fact written or served twice"
 
     def __init__(
         self, *, level: Paraphrase = "semantic", trace: Trace | None = None, keep: int = 20
@@ -47,6 +49,7 @@ class SemanticNormalization(Checker):
         self._rank = _RANK[level]
         self._extra_values: set[tuple[str, str, str]] = set()
         self._beyond = 0
+        self._failed = 0
 
     def _on_read(self, view: ReadView) -> None:
         ent = view.entity
@@ -61,9 +64,15 @@ class SemanticNormalization(Checker):
             per_fact: dict[str, list[Traced]] = {}
             for t in group:
                 per_fact.setdefault(t.write.fact, []).append(t)
+            found = self._count
             for fact, copies in per_fact.items():
                 if len(copies) >= 2:
                     self._duplicate(view, slot, fact, copies)
+            if self._count > found:
+                self._failed += 1
+                if not ent.keys[slot].repeated_facts:
+                    # One write's value served twice: a check ent.repeated did not count.
+                    self.checked += 1
 
     def _duplicate(self, view: ReadView, slot: str, fact: str, copies: list[Traced]) -> None:
         values = {t.record.value for t in copies}
@@ -80,7 +89,7 @@ class SemanticNormalization(Checker):
         by_age = sorted(copies, key=lambda t: min(p.seq for p in t.producers))
         for t in by_age[1:]:
             self._extra_values.add((view.namespace, view.entity_id, t.record.value))
-        writes = tuple(t.write for t in copies)
+        writes = tuple(t.sender() for t in copies)
         self._add(
             Violation(
                 kind="duplicate",
@@ -91,22 +100,21 @@ class SemanticNormalization(Checker):
                     slot=slot,
                     fact=fact,
                     level=PARAPHRASE_LEVELS[rank],
-                    writes=tuple(w.ref() for w in writes),
+                    writes=tuple(w.ref(view.t0) for w in writes),
                 ),
                 magnitude=len(copies),
             )
         )
 
-    def _rate_terms(self) -> tuple[int, int]:
-        written = self._trace.paraphrase_writes
-        denominator = sum(written[level] for level in PARAPHRASE_LEVELS[1 : self._rank + 1])
-        return len(self._extra_values), denominator
+    def _failed_checks(self) -> int:
+        return self._failed
 
     def _coverage(self) -> dict[str, int]:
         written = self._trace.paraphrase_writes
         coverage = {f"paraphrase_writes_{level}": written[level] for level in PARAPHRASE_LEVELS[1:]}
         coverage["repeated_fact_slot_reads"] = self.checked
         coverage["duplicates_beyond_level"] = self._beyond
+        coverage["extra_record_values"] = len(self._extra_values)
         return coverage
 
     def _nothing_checked(self) -> str:

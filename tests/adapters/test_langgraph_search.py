@@ -24,7 +24,7 @@ from invariants.backend import Ack, Delete, Record, Write
 from invariants.checkers import check_history
 from invariants.errors import FactoryError
 from invariants.history import HistoryRecorder, Read, WriteMeta
-from invariants.verdict import CheckResult, Validity, render_explanation
+from invariants.verdict import CheckResult, Validity, render_interpretation
 
 from ..conftest import skip_or_fail
 from . import reports
@@ -114,7 +114,7 @@ def verdicts(results: dict[str, CheckResult]) -> dict[str, str]:
 
 
 def failing(results: dict[str, CheckResult]) -> dict[str, list[str]]:
-    return {name: [render_explanation(v) for v in result.violations]
+    return {name: [render_interpretation(v) for v in result.violations]
             for name, result in results.items() if result.validity is Validity.INVALID}
 
 
@@ -245,7 +245,7 @@ def test_what_only_the_search_serves_reaches_the_checkers():
             "slot holds one fact at a time, a contradiction.")
     assert failing(results) == {
         "uniqueness": [
-            f"Let W1 = op 2, {rome}, and W2 = op 0, {paris}. Then read op 4 of alice in "
+            f"Let W1 = op 0, {paris}, and W2 = op 2, {rome}. Then read op 4 of alice in "
             f"namespace ns {both}",
             f"Let W1 = op 0, {paris}, and W2 = op 2, {rome}. Then read op 8 of alice in "
             f"namespace ns {both}"],

@@ -11,9 +11,9 @@ from xml.etree import ElementTree
 import pytest
 
 from chaos.certify import CertifyOptions, Progress, certify, replay
-from chaos.examples import KNOWN_BAD, in_memory
+from chaos.examples import KNOWN_BAD, KNOWN_BAD_CAUSES, in_memory
 from chaos.faults import FailBeforeApply, LostAck
-from chaos.report import INVARIANTS
+from chaos.report import INVARIANTS, render_table
 
 INVARIANT_OF = {checker: name for name, checkers in INVARIANTS.items() for checker in checkers}
 
@@ -34,6 +34,12 @@ def test_each_known_bad_backend_fails_the_invariant_it_breaks(tmp_path, name):
         assert report.invariants[INVARIANT_OF[checker]].verdict == "fail", (
             f"{name} should fail {checker}: {report.invariants[INVARIANT_OF[checker]]}")
         assert report.checks[checker].violation_count > 0
+    for checker, cause in KNOWN_BAD_CAUSES[name].items():
+        causes = report.checks[checker].causes
+        assert sum(causes.values()) == report.checks[checker].violation_count
+        assert max(causes, key=lambda c: causes[c]) == cause, (
+            f"{name}: most {checker} violations should be {cause}: {causes}")
+        assert cause in render_table(report)
     assert report.exit_code == 1
 
 
@@ -86,7 +92,11 @@ def test_results_json_junit_and_replay_agree(tmp_path):
         assert verdict["verdict"] in ("pass", "fail", "unknown", "skipped")
     causal = saved["invariants"]["causal_monotonicity"]
     assert causal["verdict"] == "fail" and causal["violations"] > 0
-    assert causal["examples"][0].startswith("Let ")
+    assert causal["examples"][0].startswith(("W1 op ", "W2 op "))
+    assert "\nmemcert's reading (ground truth): Let W1 = op " in causal["examples"][0]
+    assert list(causal["causes"]) == ["stale_overwrite", "over_merged", "read_order"]
+    assert sum(causal["causes"].values()) == causal["violations"]
+    assert max(causal["causes"], key=causal["causes"].get) == "stale_overwrite"
     cases = ElementTree.parse(out / "junit.xml").getroot().iter("testcase")
     assert [c.get("name") for c in cases] == list(INVARIANTS)
     again = replay(out)

@@ -15,6 +15,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+import zstandard
 from prometheus_client.parser import text_string_to_metric_families
 
 from chaos.chaos_run import ChaosOptions, round_seed
@@ -110,8 +111,11 @@ def test_sigterm_ends_the_run_with_a_verdict_and_a_complete_history(tmp_path):
     assert "verdict: CERTIFIED" in stdout
     saved = json.loads((out / "results.json").read_text())
     assert saved["verdict"] == "certified"
-    history = read_history(out / "history.jsonl")  # refuses an op without its completion
-    lines = (out / "history.jsonl").read_text().count("\n")
+    assert not (out / "history.jsonl").exists(), "memcert chaos records compressed"
+    history = read_history(out / "history.jsonl.zst")  # refuses an op without its completion
+    with open(out / "history.jsonl.zst", "rb") as compressed:
+        plain = zstandard.ZstdDecompressor().stream_reader(compressed, read_across_frames=True)
+        lines = plain.read().count(b"\n")
     assert saved["history_entries"] == len(history) == lines
     ran = rounds(out)
     assert ran[-1]["end_entry"] == lines
@@ -214,7 +218,7 @@ def test_every_option_is_documented_in_docs_chaos_md():
                     if isinstance(a, argparse._SubParsersAction))
     options = [flag for action in commands.choices["chaos"]._actions
                for flag in action.option_strings if flag.startswith("--") and flag != "--help"]
-    assert len(options) == 13
+    assert len(options) == 14
     assert [flag for flag in options if f"`{flag}" not in text] == []
 
 

@@ -118,8 +118,8 @@ def test_certify_then_replay_from_the_command_line(tmp_path):
 def test_replay_of_a_folder_without_a_run_is_a_usage_error(tmp_path, capsys):
     assert main(["replay", str(tmp_path)]) == 2
     assert capsys.readouterr().err.strip() == (
-        f"memcert replay: {tmp_path} holds no history.jsonl and results.json; pass the --out "
-        "folder of a memcert certify run")
+        f"memcert replay: {tmp_path} holds no history.jsonl (or history.jsonl.zst) and "
+        "results.json; pass the --out folder of a memcert certify run")
 
 
 def test_the_same_seed_gives_the_same_plan():

@@ -25,6 +25,7 @@ from chaos.examples.known_bad import (
     UnsortedReads,
 )
 from invariants.backend import Ack, MemoryBackend, Record
+from invariants.causes import CAUSES
 from invariants.errors import InvalidArgument
 from tests.contract_cases import ContractCases, d, r, values, w
 
@@ -111,6 +112,14 @@ def test_every_known_bad_name_is_a_factory_of_this_module():
     assert isinstance(examples.in_memory, SharedFactory)
     assert "chaos.examples:in_memory" not in KNOWN_BAD
     assert "chaos.examples:no_restore" not in KNOWN_BAD
+
+
+def test_every_known_bad_backend_names_a_cause_of_each_checker_it_breaks():
+    assert set(examples.KNOWN_BAD_CAUSES) == set(KNOWN_BAD)
+    for spec, causes in examples.KNOWN_BAD_CAUSES.items():
+        assert set(causes) == set(KNOWN_BAD[spec]), spec
+        for checker, cause in causes.items():
+            assert cause in CAUSES[checker], (spec, checker, cause)
 
 
 def covered(known_bad) -> set[str]:

@@ -29,7 +29,9 @@ from chaos.metrics import (
     metric_name,
     sample_names,
 )
+from chaos.report import INVARIANTS
 from invariants.backend import Ack, Delete, Record, Write
+from invariants.causes import CAUSES
 from invariants.checkers import CHECKER_NAMES, CheckerSuite
 from invariants.errors import InvalidArgument
 from invariants.history import HistoryRecorder, Read, WriteMeta
@@ -69,6 +71,7 @@ def test_the_catalogue_names_what_the_dashboards_rely_on():
         "memcert_lost_writes_total", "memcert_isolation_leaks_total",
         "memcert_operation_duration_seconds_bucket", "memcert_last_run_timestamp_seconds",
         "memcert_last_run_success", "memcert_run_duration_seconds", "memcert_run_info",
+        "memcert_checks_total", "memcert_failed_checks_total", "memcert_violations_total",
     }
     assert set(VIOLATION_METRICS) == set(CHECKER_NAMES)
     assert all(m.name.startswith("memcert_") for m in METRICS)
@@ -81,7 +84,8 @@ def observed_run(registry: CollectorRegistry) -> RunMetrics:
     """Two scenarios by hand: a clean one, then one whose read revives a deleted entity."""
     suite = CheckerSuite(level="lexical")
     metrics = RunMetrics(backend=BACKEND, suite="unit", level="lexical", seed=7,
-                         violations=suite.violation_counts)
+                         violations=suite.violation_counts, rate_terms=suite.rate_terms,
+                         causes=suite.cause_counts)
     registry.register(metrics)
     times = iter(range(0, 10**10, 10**6))  # every entry 1 ms after the previous one
     clock_ns = [0]
@@ -153,6 +157,68 @@ def test_violations_are_read_from_the_checkers_and_belong_to_the_running_scenari
                  seed="7", level="lexical") == 1
 
 
+def test_each_invariants_checks_and_failed_checks_belong_to_the_running_scenario():
+    """The two terms of each invariant's rate, summed over its checkers as results.json
+    sums them: alpha's read checked one slot after an acknowledged write (durability)
+    and one record (phantom), both under durability."""
+    registry = CollectorRegistry()
+    observed_run(registry)
+    checks, failed = "memcert_checks_total", "memcert_failed_checks_total"
+
+    def terms(scenario: str, invariant: str) -> tuple[float | None, float | None]:
+        labels = {"backend": BACKEND, "scenario": scenario, "invariant": invariant}
+        return value(registry, failed, **labels), value(registry, checks, **labels)
+
+    assert terms("alpha", "durability") == (0, 2)
+    assert terms("alpha", "causal_monotonicity") == (0, 1)
+    assert terms("alpha", "deletion_monotonicity") == (0, 0)
+    assert terms("beta", "deletion_monotonicity") == (1, 1)
+    assert terms("beta", "durability") == (0, 1)
+
+
+def by_cause(registry: CollectorRegistry) -> dict[tuple[str, str, str], float]:
+    """memcert_violations_total's samples, by scenario, invariant and cause."""
+    return {(s.labels["scenario"], s.labels["invariant"], s.labels["cause"]): s.value
+            for family in registry.collect() for s in family.samples
+            if s.name == "memcert_violations_total"}
+
+
+def test_violations_by_cause_belong_to_the_running_scenario_every_cause_from_0():
+    """beta's read served a record acknowledged before the delete was invoked: the
+    delete was ignored. Every other (invariant, cause) series is there, at 0."""
+    registry = CollectorRegistry()
+    observed_run(registry)
+    found = by_cause(registry)
+    assert set(found) == {(scenario, invariant, cause) for scenario in ("alpha", "beta")
+                          for invariant, checkers in INVARIANTS.items()
+                          for checker in checkers for cause in CAUSES[checker]}
+    assert {key: n for key, n in found.items() if n} == {
+        ("beta", "deletion_monotonicity", "delete_ignored"): 1}
+    for scenario in ("alpha", "beta"):
+        for invariant, checkers in INVARIANTS.items():
+            kinds = sum(value(registry, f"{VIOLATION_METRICS[c].name}_total",
+                              backend=BACKEND, scenario=scenario) for c in checkers)
+            assert sum(n for (s, i, _), n in found.items()
+                       if (s, i) == (scenario, invariant)) == kinds, (scenario, invariant)
+
+
+def test_the_suites_cause_counts_list_every_cause_of_each_checker_in_order():
+    suite = CheckerSuite(level="lexical")
+    assert {name: list(counts) for name, counts in suite.cause_counts().items()} == {
+        name: list(CAUSES[name]) for name in CHECKER_NAMES}
+    assert all(n == 0 for counts in suite.cause_counts().values() for n in counts.values())
+
+
+def test_without_cause_counts_no_cause_series_is_exported():
+    """A zero would claim the causes were counted."""
+    registry = CollectorRegistry()
+    registry.register(RunMetrics(backend=BACKEND, suite="unit", level="lexical", seed=7,
+                                 violations=dict))
+    registry.collect()
+    assert by_cause(registry) == {}
+    assert "memcert_violations_total" in sample_names()
+
+
 def test_batch_gauges_appear_when_the_run_ends_and_success_sets_the_last_success():
     registry = CollectorRegistry()
     metrics = observed_run(registry)
@@ -211,6 +277,12 @@ def test_counters_move_while_certify_runs_and_match_the_verdict(tmp_path):
     total = sum(sample.value for family in registry.collect() for sample in family.samples
                 if sample.name == "memcert_resurrections_total")
     assert total == report.checks["deletion_monotonicity"].violation_count > 0
+    causes: dict[str, float] = {}
+    for (_, invariant, cause), n in by_cause(registry).items():
+        if invariant == "deletion_monotonicity":
+            causes[cause] = causes.get(cause, 0) + n
+    assert causes == report.checks["deletion_monotonicity"].causes
+    assert causes["restore_revived"] > 0
     assert report.verdict == "failed"
 
 

@@ -14,9 +14,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+import zstandard
 
-from chaos.nightly import NightlyOptions, nightly
+from chaos.certify import replay
+from chaos.explain import most_telling
+from chaos.nightly import NightlyOptions, nightly, render_index
 from chaos.report import INVARIANTS
+from invariants.causes import FIX_PAGE, FIXES
 from invariants.errors import InvalidArgument
 from invariants.verdict import render_explanation
 from tests.conftest import required_here, skip_or_fail
@@ -44,13 +48,13 @@ def test_each_night_gets_a_folder_with_the_results_and_a_report(two_nights):
     out, bad, good = two_nights
     assert bad.folder == out / "2026-11-28T020000Z"
     assert good.folder == out / "2026-11-29T020000Z"
-    kept = ["history.jsonl", "index.html", "junit.xml", "report.html", "results.json"]
+    kept = ["history.jsonl.zst", "index.html", "junit.xml", "report.html", "results.json"]
     assert sorted(p.name for p in good.folder.iterdir()) == kept
     assert sorted(p.name for p in bad.folder.iterdir()) == sorted([*kept, "stateful"])
     assert [p.name for p in (bad.folder / "stateful").iterdir()] == ["deletion_monotonicity.py"]
     assert bad.report.verdict == "failed" and bad.report.exit_code == 1
     saved = json.loads((bad.folder / "results.json").read_text())
-    assert saved["reproduce"].endswith("--suite nightly")
+    assert saved["reproduce"].endswith("--suite nightly --compress")
     assert good.report.invariants["deletion_monotonicity"].violations == 0
 
 
@@ -61,7 +65,8 @@ def test_the_report_is_self_contained_and_shows_what_a_reader_needs(two_nights):
     assert not re.search(r"""(src|href)=["']?(https?:)?//""", page)
     assert "<link" not in page and "<script src" not in page
     assert "chaos.examples:restore_revives — failed" in page
-    first = bad.report.checks["deletion_monotonicity"].violations[0]
+    kept = bad.report.checks["deletion_monotonicity"].violations
+    first = most_telling([v for v in kept if v.cause == kept[0].cause])
     assert html.escape(render_explanation(first)) in page
     program = (bad.folder / "stateful" / "deletion_monotonicity.py").read_text()
     assert f"<pre>{html.escape(program)}</pre>" in page
@@ -75,6 +80,132 @@ def test_the_report_is_self_contained_and_shows_what_a_reader_needs(two_nights):
     assert {row["scenario"] for row in data["rows"]} == {
         s.name for s in bad.report.scenarios}
     assert all(len(row["codes"]) == data["bins"] for row in data["rows"])
+
+
+def page_data(page: str) -> dict:
+    return json.loads(re.search(r'<script type="application/json" id="data">(.*?)</script>',
+                                page, re.S).group(1))
+
+
+@pytest.mark.slow
+def test_each_failed_invariant_shows_its_violations_per_cause_with_the_fix(two_nights):
+    """The table counts each cause of deletion_monotonicity (0 included); each cause
+    found gets its count, its fix paragraph once, the long form's anchor and an example
+    of that very cause."""
+    _, bad, _ = two_nights
+    page = (bad.folder / "report.html").read_text()
+    result = bad.report.checks["deletion_monotonicity"]
+    found = {cause: n for cause, n in result.causes.items() if n}
+    assert found.get("restore_revived", 0) > 0, result.causes
+    row = re.search(r'<tr class="fail"><td>deletion_monotonicity</td>.*?</tr>', page).group(0)
+    for cause, n in result.causes.items():
+        if n:
+            assert f'<a href="#cause-{cause}">{cause}</a> {n:,}' in row
+            assert f'<h4 id="cause-{cause}">{cause}: {n:,} violation(s), ' in page
+            assert page.count(html.escape(FIXES[cause])) == 1
+            assert f"<code>{FIX_PAGE}#{cause}</code>" in page
+            example = most_telling([v for v in result.violations if v.cause == cause])
+            assert html.escape(render_explanation(example)) in page
+        else:
+            assert f"{cause} 0" in row and f'id="cause-{cause}"' not in page
+    assert re.search(r'<tr class="pass"><td>isolation</td>(<td>[^<]*</td>){6}<td></td>', page)
+    in_scenarios = re.findall(r"violations \(by cause: ([^)]*)\)", page)
+    assert "deletion_monotonicity restore_revived" in " ".join(in_scenarios)
+
+
+@pytest.mark.slow
+def test_the_index_keeps_every_nights_violations_per_cause(two_nights):
+    out, bad, good = two_nights
+    data = page_data((out / "index.html").read_text())
+    assert [n["night"] for n in data["nights"]] == [bad.folder.name, good.folder.name]
+    for night, run in zip(data["nights"], (bad, good), strict=True):
+        assert night["verdict"] == run.report.verdict
+        for name, saved in night["invariants"].items():
+            verdict = run.report.invariants[name]
+            assert (saved["rate"], saved["rate_numerator"], saved["rate_denominator"]) == (
+                verdict.rate, verdict.rate_numerator, verdict.rate_denominator)
+            assert saved["violations"] == verdict.violations
+            summed: dict[str, int] = {}
+            for checker in INVARIANTS[name]:
+                for cause, n in run.report.checks[checker].causes.items():
+                    summed[cause] = summed.get(cause, 0) + n
+            assert saved["causes"] == summed
+    assert not any(n for saved in data["nights"][1]["invariants"].values()
+                   for n in saved["causes"].values())
+
+
+def history_sizes(page: str, name: str) -> re.Match[str]:
+    found = re.search(rf'<a href="{re.escape(name)}">{re.escape(name)}</a> \(([^)]*)\)', page)
+    assert found, f"report.html does not link {name}"
+    return found
+
+
+@pytest.mark.slow
+def test_the_night_keeps_its_history_compressed_and_the_report_says_what_it_saves(two_nights):
+    out, bad, good = two_nights
+    page = (bad.folder / "report.html").read_text()
+    history = bad.folder / "history.jsonl.zst"
+    assert history.read_bytes()[:4] == zstandard.FRAME_HEADER
+    with open(history, "rb") as compressed:
+        plain = len(zstandard.ZstdDecompressor().stream_reader(
+            compressed, read_across_frames=True).read())
+    stored = history.stat().st_size
+    assert plain > 5 * stored
+    sizes = history_sizes(page, "history.jsonl.zst").group(1)
+    assert re.fullmatch(r"[\d.]+ [kMG]?B compressed, [\d.]+ [kMG]?B plain: 1/\d+(\.\d)?", sizes)
+    assert sizes.endswith(f"1/{plain / stored:.0f}" if plain / stored >= 10
+                          else f"1/{plain / stored:.1f}")
+    assert "history.jsonl<" not in page, "the report links the file the night kept"
+    witnesses = re.findall(r"<summary>history lines of ops [^<]*</summary><pre>([^<]+)</pre>",
+                           page)
+    assert witnesses and all(json.loads(html.unescape(line))["index"] >= 0
+                             for block in witnesses for line in block.split("\n"))
+    on_disk = sum((night.folder / "history.jsonl.zst").stat().st_size for night in (bad, good))
+    assert re.search(r"2 night\(s\) kept in this folder; their histories take "
+                     r"[\d.]+ [kMG]?B on disk\.", (out / "index.html").read_text())
+    assert on_disk > 0
+    again = replay(bad.folder)
+    assert {n: v.violations for n, v in again.invariants.items()} == {
+        n: v.violations for n, v in bad.report.invariants.items()}
+
+
+@pytest.mark.slow
+def test_a_night_may_keep_its_history_plain(tmp_path):
+    night = nightly("chaos.examples:in_memory",
+                    options(tmp_path, budget_s=1.0, compress=False), started=NIGHT_1)
+    assert (night.folder / "history.jsonl").is_file()
+    assert not (night.folder / "history.jsonl.zst").exists()
+    page = (night.folder / "report.html").read_text()
+    assert re.fullmatch(r"[\d.]+ [kMG]?B", history_sizes(page, "history.jsonl").group(1))
+    assert page_data(page)["rows"], "the timeline reads the plain history too"
+
+
+def test_the_index_shows_the_causes_found_under_each_rate_and_keeps_old_nights():
+    """A night saved before causes were counted has none; the causes found show in the
+    night's last column, by invariant and most first, and in the chart's tooltip."""
+    results = {"verdict": "failed", "backend": "b:f", "seed": 3, "elapsed_s": 2.0,
+               "invariants": {"uniqueness": {"verdict": "fail", "rate": 0.25,
+                                             "rate_numerator": 1, "rate_denominator": 4,
+                                             "violations": 5}},
+               "checks": {"uniqueness": {"causes": {"race": 1, "alias": 4,
+                                                    "not_replaced": 0}}}}
+    old = {"verdict": "failed", "backend": "b:f", "seed": 2, "elapsed_s": 2.0,
+           "invariants": {"uniqueness": {"verdict": "fail", "rate": 0.5, "checked": 2}}}
+    page = render_index([("2026-11-27T020000Z", old), ("2026-11-28T020000Z", results)],
+                        prefix="")
+    assert '<td class="fail">0.2500</td><td>uniqueness: alias 4, race 1</td></tr>' in page
+    assert '<td class="fail">0.5000</td><td></td></tr>' in page
+    assert "<title>2026-11-28T020000Z: 0.2500 (alias 4, race 1)</title>" in page
+    assert page_data(page)["nights"] == [
+        {"night": "2026-11-27T020000Z", "verdict": "failed", "backend": "b:f", "seed": 2,
+         "invariants": {"uniqueness": {"verdict": "fail", "rate": 0.5, "rate_numerator": 0,
+                                       "rate_denominator": 2, "violations": 0,
+                                       "causes": {}}}},
+        {"night": "2026-11-28T020000Z", "verdict": "failed", "backend": "b:f", "seed": 3,
+         "invariants": {"uniqueness": {"verdict": "fail", "rate": 0.25, "rate_numerator": 1,
+                                       "rate_denominator": 4, "violations": 5,
+                                       "causes": {"race": 1, "alias": 4,
+                                                  "not_replaced": 0}}}}]
 
 
 @pytest.mark.slow

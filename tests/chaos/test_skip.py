@@ -31,7 +31,8 @@ def test_a_skipped_invariant_is_checked_and_shown_but_left_out_of_the_verdict(tm
     assert report.checks["isolation"].violation_count > 0
     assert isolation.verdict == "skipped"
     assert isolation.violations == report.checks["isolation"].violation_count
-    assert isolation.examples and isolation.examples[0].startswith("Let ")
+    assert isolation.examples and isolation.examples[0].startswith("W op ")
+    assert isolation.causes == {"leak": isolation.violations}
     assert isolation.notes[-1] == SKIP_NOTE
     assert {n: v.verdict for n, v in report.invariants.items() if n != "isolation"} == \
         dict.fromkeys([n for n in INVARIANTS if n != "isolation"], "pass")
@@ -50,8 +51,9 @@ def test_a_skipped_invariant_is_checked_and_shown_but_left_out_of_the_verdict(tm
 
     table = render_table(report)
     assert table.endswith("verdict: CERTIFIED (isolation skipped on request)")
-    assert (f"isolation: skipped at your request (--skip): {isolation.violations} "
+    assert (f"isolation: skipped at your request (--skip): {isolation.violations:,} "
             "violation(s) found, not judged") in table
+    assert "  leak: " in table
 
     again = replay(out)
     assert again.skip == ("isolation",)

@@ -9,6 +9,7 @@ import subprocess
 import pytest
 
 from chaos.metrics import sample_names
+from chaos.report import INVARIANTS, rate_definition
 
 from .promql import dashboard, metric_names, panel_targets, panels, recording_rules, substitute
 
@@ -50,10 +51,13 @@ def row(prefix: str) -> list[dict]:
     return found
 
 
-def test_the_invariant_row_shows_rates_as_percentunit_with_thresholds():
-    shown = {p["title"]: p for p in row("Invariant violation rates")}
-    for kind in ("Conflicts", "Resurrections", "Duplicates", "Reorders"):
-        panel = shown[f"{kind} per read"]
+def test_the_invariant_row_shows_each_invariants_rate_as_percentunit_with_thresholds():
+    """One panel per invariant, titled with the definition results.json gives its rate,
+    dividing the same two counters."""
+    shown = {p["title"]: p for p in row("Invariant rates")}
+    assert len(shown) == len(INVARIANTS)
+    for invariant in INVARIANTS:
+        panel = shown[f"{invariant}: {rate_definition(invariant)}"]
         assert panel["type"] == "timeseries"
         defaults = panel["fieldConfig"]["defaults"]
         assert defaults["unit"] == "percentunit"
@@ -62,8 +66,32 @@ def test_the_invariant_row_shows_rates_as_percentunit_with_thresholds():
         assert 0 < steps[-1]["value"] < 1e-6, "any violation at all must show red"
         assert defaults["custom"]["thresholdsStyle"]["mode"] != "off"
         [target] = panel["targets"]
-        assert f"memcert_{kind.lower()}_total" in target["expr"]
-        assert "memcert_reads_total" in target["expr"]
+        numerator, denominator = target["expr"].split("\n/\n")
+        selector = f'invariant="{invariant}"}}'
+        assert "(rate(memcert_failed_checks_total{" in numerator and selector in numerator
+        assert "(rate(memcert_checks_total{" in denominator and selector in denominator
+
+
+def test_the_cause_row_counts_violations_by_invariant_and_cause_and_their_rate():
+    """The counts keep every cause, 0 included; the rate panel says it is per second,
+    not a share of checks, which the invariant row gives."""
+    shown = {p["type"]: p for p in row("Violations by cause")}
+    assert set(shown) == {"bargauge", "timeseries"}
+    counts, rate = shown["bargauge"], shown["timeseries"]
+    assert counts["title"].startswith("Violations by cause: count")
+    assert rate["title"] == "Violations by cause per second"
+    [count_target] = counts["targets"]
+    assert count_target["expr"].startswith(
+        "sum by (invariant, cause) (memcert_violations_total{")
+    assert count_target["instant"] is True
+    assert counts["fieldConfig"]["defaults"]["thresholds"]["steps"][-1] == {
+        "color": "red", "value": 1}
+    [rate_target] = rate["targets"]
+    assert rate_target["expr"].startswith(
+        "sum by (backend, invariant, cause) (rate(memcert_violations_total{")
+    for target in (count_target, rate_target):
+        assert 'backend=~"$backend", scenario=~"$scenario"' in target["expr"]
+        assert "{{invariant}}: {{cause}}" in target["legendFormat"]
 
 
 def test_the_red_row_has_rate_errors_and_p99_in_seconds():
@@ -89,7 +117,7 @@ def test_expressions_use_only_exported_metrics_and_recording_rules():
         assert names, f"{panel['title']}: no metric in {target['expr']!r}"
         assert names <= known, f"{panel['title']}: unknown {sorted(names - known)}"
         found |= names
-    assert "memcert_resurrections_total" in found
+    assert {"memcert_failed_checks_total", "memcert_checks_total"} <= found
 
 
 def test_the_name_extractor_finds_what_the_lint_must_reject():
@@ -114,7 +142,7 @@ def promtool_check(promtool: str, path) -> subprocess.CompletedProcess[str]:
 
 def test_promtool_parses_every_dashboard_expression(promtool, tmp_path):
     expressions = [substitute(t["expr"]) for _, t in panel_targets()]
-    assert len(expressions) >= 14
+    assert len(expressions) >= 13
     path = tmp_path / "dashboard.rules.yml"
     path.write_text(lint_file(expressions))
     result = promtool_check(promtool, path)

@@ -1,12 +1,14 @@
-"""docs/metrics.md and docs/nightly.md name what the code does."""
+"""docs/metrics.md, docs/nightly.md and docs/invariants.md name what the code does."""
 
 from __future__ import annotations
 
 import argparse
+import re
 from pathlib import Path
 
 from chaos.cli_parser import build_parser
 from chaos.metrics import METRICS
+from invariants.causes import CAUSES
 from reference_store.metrics import STORE_METRICS
 
 from .promql import alerts
@@ -30,3 +32,14 @@ def test_every_nightly_option_is_documented_with_three_ready_examples():
                for flag in action.option_strings if flag.startswith("--") and flag != "--help"]
     assert [flag for flag in options if f"`{flag}" not in text] == []
     assert "```cron" in text and "on:\n  schedule:" in text and "kind: CronJob" in text
+
+
+def test_invariants_md_lists_every_cause_in_order_linking_its_fix():
+    """One row per cause, in CAUSES order, each linking its anchor on the fix page."""
+    text = (DOCS / "invariants.md").read_text()
+    section = text[text.index("\n## Causes\n"):text.index("\n## Soundness")]
+    rows = re.findall(r"^\| (\w+) \| \[`(\w+)`\]\(fix-your-backend\.md#(\w+)\) \| .+ \|$",
+                      section, re.M)
+    assert [(checker, cause) for checker, cause, _ in rows] == [
+        (checker, cause) for checker, causes in CAUSES.items() for cause in causes]
+    assert all(cause == anchor for _, cause, anchor in rows)

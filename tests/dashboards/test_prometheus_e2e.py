@@ -23,6 +23,9 @@ from pathlib import Path
 
 import pytest
 
+from chaos.report import INVARIANTS
+from invariants.causes import CAUSES
+
 from .live import by_label, get_json, query
 from .promql import panel_targets, recording_rules, substitute
 
@@ -37,6 +40,14 @@ BACKENDS = {
 """Each test backend: the module and factory it stands for, and the run's exit code
 (the reference store's may be 3, unknown, when contention leaves a condition untested)."""
 MUST_FIND = {"revives": {"resurrections"}, "duplicates": {"duplicates", "conflicts"}}
+MUST_FAIL = {"revives": {"deletion_monotonicity"},
+             "duplicates": {"semantic_normalization", "uniqueness"}}
+"""The invariants whose rate, failed checks per check, must be above 0 (and at most 1)."""
+MUST_CAUSE = {"revives": {("deletion_monotonicity", "restore_revived")},
+              "duplicates": {("semantic_normalization", "duplicate")}}
+"""The root causes each planted bug must show as violations a second above 0."""
+CAUSE_RULE = "backend_invariant_cause:memcert_violations:rate5m"
+RATIO = "backend_invariant:memcert_failed_checks_per_checks:ratio_rate5m"
 CORRECT = ("reference", "clean")
 KINDS = ("conflicts", "reorders", "resurrections", "duplicates", "lost_writes",
          "isolation_leaks", "phantoms")
@@ -88,16 +99,41 @@ def problems(prometheus: str, module: str) -> list[str]:
         if set(values) != set(backend.values()):
             found.append(f"recording rule {rule} has {sorted(values)}")
     for kind in KINDS:
-        ratio = by_label(query(
-            prometheus, f'backend:memcert_{kind}_per_reads:ratio_rate5m{{backend=~"{ours}"}}'))
+        rate = by_label(query(prometheus, f'backend:memcert_{kind}:rate5m{{backend=~"{ours}"}}'))
         for name, must in MUST_FIND.items():
-            seen = ratio.get(backend[name], math.nan)
+            seen = rate.get(backend[name], math.nan)
             if kind in must and not seen > 0:
-                found.append(f"{name}: {kind} per read is {seen}, not > 0")
+                found.append(f"{name}: {kind} a second is {seen}, not > 0")
+        for name in CORRECT:
+            seen = rate.get(backend[name], math.nan)
+            if seen != 0:
+                found.append(f"{name}: {kind} a second is {seen}, not 0")
+    for invariant in INVARIANTS:
+        selector = f'{{backend=~"{ours}", invariant="{invariant}"}}'
+        ratio = by_label(query(prometheus, f"{RATIO}{selector}"))
+        for name, must in MUST_FAIL.items():
+            seen = ratio.get(backend[name], math.nan)
+            if invariant in must and not 0 < seen <= 1:
+                found.append(f"{name}: the {invariant} rate is {seen}, not in (0, 1]")
         for name in CORRECT:
             seen = ratio.get(backend[name], math.nan)
-            if seen != 0:
-                found.append(f"{name}: {kind} per read is {seen}, not 0")
+            if not (seen == 0 or math.isnan(seen)):  # NaN: no check of it in the window
+                found.append(f"{name}: the {invariant} rate is {seen}, not 0")
+    causes: dict[str, dict[tuple[str, str], float]] = {name: {} for name in BACKENDS}
+    names = {full: name for name, full in backend.items()}
+    for series in query(prometheus, f'{CAUSE_RULE}{{backend=~"{ours}"}}'):
+        labels = series["metric"]
+        causes[names[labels["backend"]]][(labels["invariant"], labels["cause"])] = float(
+            series["value"][1])
+    every = {(i, c) for i, checkers in INVARIANTS.items() for k in checkers for c in CAUSES[k]}
+    for name, seen in causes.items():
+        if set(seen) != every:
+            found.append(f"{name}: the cause series are {sorted(seen)}, not every cause")
+        for key in MUST_CAUSE.get(name, ()):
+            if not seen.get(key, math.nan) > 0:
+                found.append(f"{name}: {key} a second is {seen.get(key)}, not > 0")
+        if name in CORRECT and any(seen.values()):
+            found.append(f"{name}: causes found {[k for k, v in seen.items() if v]}")
     for alert, name in (("MemcertResurrectionsDetected", "revives"),
                         ("MemcertDuplicatesDetected", "duplicates"),
                         ("MemcertNightlyFailed", "revives")):

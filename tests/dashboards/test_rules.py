@@ -6,7 +6,13 @@ from __future__ import annotations
 import re
 import subprocess
 
-from chaos.metrics import VIOLATION_METRICS, sample_names
+from chaos.metrics import (
+    CHECKS,
+    FAILED_CHECKS,
+    VIOLATION_METRICS,
+    VIOLATIONS_BY_CAUSE,
+    sample_names,
+)
 
 from .promql import RULE_TESTS, RULES, alert_expr, alerts, metric_names, recording_rules
 
@@ -62,28 +68,56 @@ def test_recording_rules_are_named_level_metric_operations():
             "histogram_quantile" in expr), f"{name} does not aggregate to its level"
 
 
-def test_ratios_divide_aggregated_rates():
+def test_ratios_divide_rates_aggregated_to_the_ratios_own_level():
     rules = recording_rules()
-    for name, expr in rules.items():
-        if name.endswith(":ratio_rate5m"):
-            numerator, denominator = (part.strip() for part in expr.split("/"))
-            assert numerator in rules and denominator in rules, name
-            assert rules[numerator].startswith("sum by (backend) (rate(")
-            assert rules[denominator].startswith("sum by (backend) (rate(")
+    ratios = [name for name in rules if name.endswith(":ratio_rate5m")]
+    assert ratios
+    for name in ratios:
+        by = f"sum by ({name.split(':')[0].replace('_', ', ')}) (rate("
+        numerator, denominator = (part.strip() for part in rules[name].split("/"))
+        assert numerator in rules and denominator in rules, name
+        assert rules[numerator].startswith(by), name
+        assert rules[denominator].startswith(by), name
 
 
-def test_each_violation_kind_has_a_ratio_rule_and_an_alert_on_it():
+def test_each_invariants_rate_is_its_failed_checks_per_check():
+    """The one rate of each invariant, as results.json gives it; no rule divides
+    violations by reads any more."""
+    rules = recording_rules()
+    checks, failed = "backend_invariant:memcert_checks:rate5m", (
+        "backend_invariant:memcert_failed_checks:rate5m")
+    assert rules[checks] == f"sum by (backend, invariant) (rate({CHECKS.name}_total[5m]))"
+    assert rules[failed] == (
+        f"sum by (backend, invariant) (rate({FAILED_CHECKS.name}_total[5m]))")
+    assert rules["backend_invariant:memcert_failed_checks_per_checks:ratio_rate5m"] == (
+        f"{failed} / {checks}")
+    assert not [name for name in rules if "per_reads" in name]
+
+
+def test_each_violation_kind_has_a_rate_rule_and_an_alert_on_it():
     rules = recording_rules()
     alert_exprs = [alert_expr(block) for block in alerts().values()]
     for metric in VIOLATION_METRICS.values():
         base = metric.name
-        ratio = f"backend:{base}_per_reads:ratio_rate5m"
-        assert rules[f"backend:{base}:rate5m"] == f"sum by (backend) (rate({base}_total[5m]))"
-        assert rules[ratio] == f"backend:{base}:rate5m / backend:memcert_reads:rate5m"
-        assert f"{ratio} > 0" in alert_exprs
+        rule = f"backend:{base}:rate5m"
+        assert rules[rule] == f"sum by (backend) (rate({base}_total[5m]))"
+        assert f"{rule} > 0" in alert_exprs
+
+
+def test_no_alert_calls_a_count_a_percentage():
+    """A violation count over reads is no share of anything: alerts give it per second."""
+    for name, block in alerts().items():
+        assert "humanizePercentage" not in block, name
 
 
 def test_rules_select_only_exported_metrics_and_other_rules():
     known = sample_names() | set(recording_rules())
     for expr in [*recording_rules().values(), *map(alert_expr, alerts().values())]:
         assert metric_names(expr) <= known, expr
+
+
+def test_violations_by_cause_keep_the_cause_label_and_have_a_unit_test():
+    rule = "backend_invariant_cause:memcert_violations:rate5m"
+    assert recording_rules()[rule] == (
+        f"sum by (backend, invariant, cause) (rate({VIOLATIONS_BY_CAUSE.name}_total[5m]))")
+    assert f"- expr: {rule}\n" in RULE_TESTS.read_text()

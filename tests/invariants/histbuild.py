@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from invariants.backend import Ack, Delete, Record, Restore, Write
 from invariants.checkers import check_history
 from invariants.history import Entry, History, Paraphrase, Read, WriteMeta
-from invariants.verdict import CheckResult, render_explanation
+from invariants.verdict import CheckResult, render_interpretation
 
 
 @dataclass
@@ -137,4 +137,4 @@ def check(builder: HistoryBuilder, name: str, **options: object) -> CheckResult:
 
 
 def texts(result: CheckResult) -> list[str]:
-    return [render_explanation(v) for v in result.violations]
+    return [render_interpretation(v) for v in result.violations]

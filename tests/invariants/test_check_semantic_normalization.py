@@ -36,9 +36,11 @@ def test_a_paraphrase_stored_as_a_second_record_is_a_duplicate():
         "both W1 and W2, 2 records of fact tea for slot drink, but surface paraphrases of one "
         "fact must leave one record, a contradiction."
     ]
-    assert (result.rate_numerator, result.rate_denominator, result.rate) == (1, 1, 1.0)
-    assert result.rate_numerator_name == "paraphrase values stored as an extra record"
-    assert result.rate_denominator_name == "paraphrase writes at or below the level"
+    assert (result.checked, result.rate_numerator, result.rate_denominator, result.rate) == (
+        1, 1, 1, 1.0)
+    assert result.rate_numerator_name == "reads of a slot serving a fact twice"
+    assert result.rate_denominator_name == "reads of a slot with a fact written or served twice"
+    assert result.coverage["extra_record_values"] == 1
 
 
 def test_a_merged_paraphrase_is_valid_whichever_wording_survives():
@@ -53,7 +55,9 @@ def test_a_merged_paraphrase_is_valid_whichever_wording_survives():
         "paraphrase_writes_semantic": 0,
         "repeated_fact_slot_reads": 2,
         "duplicates_beyond_level": 0,
+        "extra_record_values": 0,
     }
+    assert (result.checked, result.rate_numerator, result.rate_denominator) == (2, 0, 2)
 
 
 def test_paraphrases_beyond_the_claimed_level_are_not_violations():
@@ -62,7 +66,7 @@ def test_paraphrases_beyond_the_claimed_level_are_not_violations():
     surface = check(h, "semantic_normalization", level="surface")
     assert surface.validity is Validity.VALID
     assert surface.coverage["duplicates_beyond_level"] == 1
-    assert surface.rate_denominator == 0
+    assert (surface.rate_numerator, surface.rate_denominator) == (0, 1)
     assert check(h, "semantic_normalization", level="lexical").violation_count == 1
 
 
@@ -77,6 +81,20 @@ def test_the_same_wording_twice_is_a_duplicate_at_every_level():
         "namespace ns returned the value of W1 2 times, 2 records of fact tea for slot drink, "
         "but a fact written twice must leave one record, a contradiction."
     ]
+    assert (result.checked, result.rate_numerator, result.rate_denominator) == (1, 1, 1)
+
+
+def test_two_facts_doubled_in_one_slot_read_are_two_violations_and_one_failed_check():
+    h = HistoryBuilder()
+    h.write(0, "u1", "drink", "likes tea", 1, fact="tea").ok()
+    h.write(0, "u1", "drink", "Likes Tea", 2, fact="tea", paraphrase="surface").ok()
+    h.write(0, "u1", "drink", "likes milk", 3, fact="milk").ok()
+    h.write(0, "u1", "drink", "Likes Milk", 4, fact="milk", paraphrase="surface").ok()
+    h.read(1, "u1").ok("likes tea", "Likes Tea", "likes milk", "Likes Milk")
+    result = check(h, "semantic_normalization")
+    assert result.violation_count == 2
+    assert (result.checked, result.rate_numerator, result.rate_denominator, result.rate) == (
+        1, 1, 1, 1.0)
 
 
 def test_a_negation_is_another_fact_so_two_records_are_a_conflict_not_a_duplicate():

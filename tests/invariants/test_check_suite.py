@@ -175,7 +175,18 @@ def test_results_serialise_to_json_with_rendered_explanations():
     assert resurrection["groups"][0]["count"] == 1
     [violation] = resurrection["violations"]
     assert violation["explanation"]["cause"] == "no_restore"
-    assert violation["text"].startswith("Let D = op 2, a delete of u1")
+    assert violation["text"].splitlines()[:5] == [
+        "W op 0: write ns/u1 'drink' = \"tea\" causal_seq 1 op_id w0",
+        "   -> Ack(applied=True, version=1)  t=0.000..0.000 s",
+        "D op 2: delete ns/u1 causal_seq 2 op_id d2",
+        "   -> Ack(applied=True, version=1)  t=0.000..0.000 s",
+        "R op 4: read ns/u1 -> 1 record  t=0.000..0.000 s",
+    ]
+    assert "memcert's reading (ground truth): Let D = op 2, a delete of u1" in violation["text"]
+    assert (violation["cause"], violation["detail"]) == (
+        "delete_ignored",
+        "op 0 acknowledged before the delete, still served",
+    )
 
 
 def test_kept_violations_are_bounded_but_counted_with_first_worst_and_last():

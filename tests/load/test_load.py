@@ -36,8 +36,11 @@ pytestmark = pytest.mark.slow
 def test_a_short_run_on_the_served_reference_store_is_certified(tmp_path: Path):
     registry = CollectorRegistry()
     out = tmp_path / "out"
+    out.mkdir()
+    (out / "history.jsonl.zst").write_bytes(b"an earlier run's")
     result = run_load(LoadOptions(users=4, duration_s=5, out=out, seed=7),
                       metrics=MetricsOptions(registry=registry))
+    assert not (out / "history.jsonl.zst").exists(), "a stale history is not this run's"
 
     assert result.report.verdict == "certified", result.report.to_json()["invariants"]
     assert "locust" not in sys.modules and "gevent" not in sys.modules, \

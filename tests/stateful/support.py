@@ -6,6 +6,10 @@ has no example database, so no run replays another's failure.
 
 from __future__ import annotations
 
+import os
+import re
+from collections.abc import Iterable
+
 from hypothesis import settings
 
 from invariants.stateful import PROFILES
@@ -30,3 +34,20 @@ settings.register_profile(
 )
 """
 """A conftest for pytester runs: a derandomized ``memcert-quick`` profile."""
+
+
+_TIMES = re.compile(r"t=(?:\?|\d+\.\d{3})\.\.(?:in flight|\d+\.\d{3} s)")
+
+
+def untimed(text: str | Iterable[str]) -> str | tuple[str, ...]:
+    """``text`` (or each of several) with the times an explanation shows, which differ
+    from run to run, as ``t=…``: what two runs of one program must agree on."""
+    if isinstance(text, str):
+        return _TIMES.sub("t=…", text)
+    return tuple(_TIMES.sub("t=…", item) for item in text)
+
+
+def isolated_env() -> dict[str, str]:
+    """The environment for running a saved program as a user would: no PYTHONPATH, so
+    that only what the program puts on sys.path (and what is installed) imports."""
+    return {name: value for name, value in os.environ.items() if name != "PYTHONPATH"}

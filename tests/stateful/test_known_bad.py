@@ -8,11 +8,11 @@ import pytest
 from chaos.examples import KNOWN_BAD
 from invariants.stateful import VIOLATED, run_machine
 
-from .support import CONCURRENT_ONLY, HUNT
+from .support import CONCURRENT_ONLY, HUNT, untimed
 
 
 @pytest.mark.parametrize(("spec", "checkers"), sorted(KNOWN_BAD.items()))
-def test_each_known_bad_backend_fails_its_checkers_with_a_short_program(spec, checkers):
+def test_each_known_bad_backend_fails_its_checkers_with_a_short_program(spec, checkers, capsys):
     for checker in checkers:
         run = run_machine(spec, level="lexical", checkers=(checker,), settings=HUNT)
 
@@ -21,11 +21,13 @@ def test_each_known_bad_backend_fails_its_checkers_with_a_short_program(spec, ch
         assert failure.program.startswith(
             f"# memcert: the shortest program found that breaks {checker}\n# on {spec}.\n"
         )
-        assert f"    {spec!r}, level='lexical', checkers={(checker,)!r}\n)\n" in failure.program
+        assert (f"    {spec!r},\n    level='lexical',\n    checkers={(checker,)!r},\n"
+                "    echo=True,\n)\n") in failure.program
         assert failure.program.endswith("state.teardown()\n")
         if spec not in CONCURRENT_ONLY:
             assert failure.steps <= 12, failure.program
         if not failure.concurrent:
             with pytest.raises(VIOLATED[failure.checkers[0]]) as raised:
                 exec(compile(failure.program, "<program>", "exec"), {})
-            assert raised.value.explanations == failure.explanations
+            assert untimed(raised.value.explanations) == untimed(failure.explanations)
+            assert f"shows a violation of {checker}:\n" in capsys.readouterr().out

@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from hypothesis import settings
@@ -26,58 +27,115 @@ from invariants.stateful import (
 )
 from reference_store import ReferenceStore
 
-from .support import HUNT, QUICK
+from .support import HUNT, QUICK, isolated_env, untimed
 
-LEAK_PROGRAM = """\
+REPO = str(Path(__file__).resolve().parents[2])
+"""The folder ``chaos.examples`` is imported from, which programs put on sys.path."""
+
+LEAK_PROGRAM = f"""\
 # memcert: the shortest program found that breaks isolation
 # on chaos.examples:leaky_namespaces.
-# Run it with python: the step that shows the violation raises the error.
+# Run it with python, from any folder; as certify does, it empties the store first.
+# It prints each step as it runs: the operations sent, as the backend received them,
+# and the answers. The step that shows the violation prints the explanation, then raises.
+import sys
+
+sys.path.insert(0, {REPO!r})  # the folder the factory was imported from
+
 from invariants.stateful import machine_for
 
 BackendMachine = machine_for(
-    'chaos.examples:leaky_namespaces', level='lexical', checkers=('isolation',)
+    'chaos.examples:leaky_namespaces',
+    level='lexical',
+    checkers=('isolation',),
+    echo=True,
 )
 state = BackendMachine()
-attributes_0, attributes_1 = state.init_attributes()
-entities_0, entities_1 = state.init_entities()
-facts_0, facts_1, facts_2 = state.init_facts(slot='coffee_preference', obj=0)
+attributes_0, attributes_1 = state.init_attributes()  # step 1
+entities_0, entities_1 = state.init_entities()  # step 2
+facts_0, facts_1, facts_2 = state.init_facts(slot='coffee_preference', obj=0)  # step 3
 paraphrases_0, paraphrases_1, paraphrases_2 = facts_0, facts_1, facts_2
-state.write(entity=entities_1, lag=0, wording=paraphrases_2)
+state.write(entity=entities_1, lag=0, wording=paraphrases_2)  # step 4
 state.teardown()
 """
 
+LEAK_VIEW = """\
+W op 0: write tenant_b/alice 'city' = "lives in Beijing [b]" causal_seq 1 op_id op-0
+   -> Ack(applied=True, version=1)  t=…
+R op 2: read tenant_a/alice -> 1 record  t=…
+   [0] 'city' = "lives in Beijing [b]" causal_seq 1 version 1"""
+
 LEAK = (
-    'isolation: Let W = op 0, a write of "lives in Beijing [b]" (fact city:beijing, slot '
-    "city, causal_seq 1) to alice in namespace tenant_b, acknowledged at index 1. Then "
-    "read op 2 of alice in namespace tenant_a returned W's value, but no write of that "
-    "value was made in tenant_a, and namespaces never share records, a contradiction."
+    f"isolation: {LEAK_VIEW}\n"
+    'memcert\'s reading (ground truth): Let W = op 0, a write of "lives in Beijing [b]" (fact '
+    "city:beijing, slot city, causal_seq 1) to alice in namespace tenant_b, acknowledged at "
+    "index 1. Then read op 2 of alice in namespace tenant_a returned W's value, but no write of "
+    "that value was made in tenant_a, and namespaces never share records, a contradiction."
 )
+"""The explanation, its times left out (:func:`untimed`)."""
+
+LEAK_ECHO = f"""\
+step 1  init_attributes: the attribute names 'coffee_preference', 'city'
+step 2  init_entities: tenant_a/alice, tenant_b/alice
+step 3  init_facts: the facts coffee_preference:americano, coffee_preference:not americano,
+        city:beijing
+step 4  write to tenant_b/alice (memcert's ground truth: the fact city:beijing, plain)
+  op 0: write tenant_b/alice 'city' = "lives in Beijing [b]" causal_seq 1 op_id op-0
+     -> Ack(applied=True, version=1)
+  op 2: read tenant_a/alice -> 1 record  (the step's read back)
+     [0] 'city' = "lives in Beijing [b]" causal_seq 1 version 1
+  op 4: read tenant_b/alice -> 1 record  (the step's read back)
+     [0] 'city' = "lives in Beijing [b]" causal_seq 1 version 1
+step 4 shows a violation of isolation:
+{LEAK_VIEW}
+memcert's reading (ground truth): Let W = op 0, a write of "lives in Beijing [b]" (fact
+city:beijing, slot city, causal_seq 1) to alice in namespace tenant_b, acknowledged at index 1. Then
+read op 2 of alice in namespace tenant_a returned W's value, but no write of that value was made in
+tenant_a, and namespaces never share records, a contradiction.
+"""
+"""What the program prints as it runs, times left out."""
 
 
-def test_a_failure_is_a_program_that_runs_as_printed_and_raises_at_the_failing_step(tmp_path):
+def test_a_failure_is_a_program_that_runs_as_printed_from_any_folder(tmp_path):
     run = run_machine("chaos.examples:leaky_namespaces", level="lexical",
                       checkers=("isolation",), settings=HUNT)
 
     (failure,) = run.failures
     assert failure.program == LEAK_PROGRAM
-    assert (failure.checkers, failure.explanations, failure.steps) == (("isolation",), (LEAK,), 4)
+    assert (failure.checkers, untimed(failure.explanations), failure.steps) == (
+        ("isolation",), (LEAK,), 4)
     assert not failure.concurrent
-    program = tmp_path / "leak.py"
+    program = tmp_path / "saved" / "leak.py"
+    program.parent.mkdir()
     program.write_text(failure.program, encoding="utf-8")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
     ran = subprocess.run([sys.executable, str(program)], capture_output=True, text=True,
-                         cwd=tmp_path, check=False)
-    assert ran.returncode == 1
-    assert ran.stderr.splitlines()[-1] == f"invariants.stateful.IsolationViolated: {LEAK}"
-    assert "    state.write(entity=entities_1, lag=0, wording=paraphrases_2)" in ran.stderr
+                         cwd=elsewhere, check=False, env=isolated_env())
+    assert ran.returncode == 1, ran.stderr
+    assert untimed(ran.stdout) == LEAK_ECHO
+    assert max(len(line) for line in ran.stdout.splitlines()) <= 100
+    last = ran.stderr[ran.stderr.index("invariants.stateful.IsolationViolated: "):].rstrip("\n")
+    assert untimed(last) == f"invariants.stateful.IsolationViolated: {LEAK}"
+    assert "    state.write(entity=entities_1, lag=0, wording=paraphrases_2)  # step 4" in (
+        ran.stderr)
 
 
-def test_the_printed_program_replays_in_process_too():
+def test_the_printed_program_replays_in_process_too(capsys):
     namespace: dict[str, object] = {}
     with pytest.raises(IsolationViolated) as raised:
         exec(compile(LEAK_PROGRAM, "<program>", "exec"), namespace)
-    assert str(raised.value) == LEAK
+    assert untimed(str(raised.value)) == LEAK
     assert raised.value.checkers == ("isolation",)
     assert [v.kind for v in raised.value.violations] == ["leak"]
+    assert untimed(capsys.readouterr().out) == LEAK_ECHO
+
+
+def test_a_machine_echoes_nothing_unless_asked(capsys):
+    program = LEAK_PROGRAM.replace("    echo=True,\n", "")
+    with pytest.raises(IsolationViolated):
+        exec(compile(program, "<program>", "exec"), {})
+    assert capsys.readouterr().out == ""
 
 
 def test_a_correct_backend_passes_with_every_checker_having_checked_something():
@@ -198,10 +256,15 @@ def test_a_factory_without_an_importable_name_leaves_a_placeholder_in_the_progra
     (failure,) = run.failures
     head = failure.program.split("state = BackendMachine()")[0]
     assert head.endswith(
+        f"sys.path.insert(0, {REPO!r})  # the folder the factory was imported from\n"
+        "\n"
         "from invariants.stateful import machine_for\n\n"
         "backend_factory = ...  # not importable by name: put the factory here\n"
         "BackendMachine = machine_for(\n"
-        "    backend_factory, level='lexical', checkers=('isolation',)\n"
+        "    backend_factory,\n"
+        "    level='lexical',\n"
+        "    checkers=('isolation',),\n"
+        "    echo=True,\n"
         ")\n"
     )
     assert "# on tests.stateful.test_machine:" in head

@@ -104,3 +104,25 @@ def test_giving_up_on_shrinking_names_the_limit_that_really_applied(capsys):
     assert "five minutes" not in out
     assert ("memcert: stopped shrinking this failure after the 1 s the stateful phase could "
             "give it; the program shown is the shortest found by then") in out
+
+
+def test_a_note_about_shrinking_can_be_kept_for_its_failure_instead_of_printed(capsys):
+    import time
+
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    @settings(database=None, deadline=None, max_examples=20)
+    @given(st.lists(st.integers(1, 10**6), min_size=40, max_size=40))
+    def slow_to_shrink(values: list[int]) -> None:
+        time.sleep(0.005)
+        assert sum(values) < 40
+
+    notes: list[str] = []
+    with shrinking_within(0.5, notes), pytest.raises(AssertionError):
+        slow_to_shrink()
+    assert "stopped shrinking" not in capsys.readouterr().out
+    assert notes == [
+        "memcert: stopped shrinking this failure after the 1 s the stateful phase could give "
+        "it; the program shown is the shortest found by then, and a re-run with the same "
+        "example database goes on shrinking from it."]

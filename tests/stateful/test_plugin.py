@@ -8,7 +8,7 @@ from xml.etree import ElementTree
 
 import pytest
 
-from .support import QUICK_PROFILE
+from .support import QUICK_PROFILE, untimed
 from .test_machine import LEAK, LEAK_PROGRAM
 
 PLUGIN = ("-p", "no:memcert", "-p", "invariants.pytest_plugin",
@@ -66,7 +66,7 @@ def test_a_violation_fails_its_test_with_the_runnable_program_printed_and_saved(
         "The shortest program found that shows it (run it with python):",
         LEAK_PROGRAM.rstrip("\n"),
     ])
-    assert message in result.stdout.str()
+    assert message in untimed(result.stdout.str())
     result.stdout.fnmatch_lines(["You can reproduce this test case by temporarily adding "
                                  "@reproduce_failure(*) as a decorator on your test function",
                                  "", f"Saved as {saved}"])
