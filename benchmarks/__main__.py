@@ -3,7 +3,8 @@
 ``python -m benchmarks`` runs them all; ``python -m benchmarks checkers runner`` runs the
 ones named, in the order given. With more than one, each runs in an interpreter of its
 own: the checker benchmark leaves gigabytes of heap behind, which would slow every
-collection, and so every operation, of the benchmarks after it.
+collection, and so every operation, of the benchmarks after it. A benchmark named alone
+takes options of its own after its name: ``python -m benchmarks history --sizes 100k``.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from . import certify_wall, checkers, embedder, runner_overhead, service, store_write
+from . import certify_wall, checkers, embedder, history, runner_overhead, service, store_write
 
 
 def _store() -> None:
@@ -31,30 +32,43 @@ BENCHMARKS: dict[str, Callable[[], object]] = {
     "certify": certify_wall.run,
     "embedder": embedder.run,
     "service": service.run,
+    "history": history.run,
 }
+
+OPTIONS: dict[str, Callable[[Sequence[str]], object]] = {
+    "history": history.main,
+}
+"""The benchmarks that take options of their own, by name: each parses what follows it."""
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
     parser.add_argument("names", nargs="*", metavar="NAME",
-                        help=f"benchmarks to run, among {', '.join(BENCHMARKS)} (default: all)")
+                        help=f"benchmarks to run, among {', '.join(BENCHMARKS)} (default: all); "
+                             "history alone takes --sizes N,N, --data DIR and --cap-gb GB")
     parser.add_argument("--no-header", action="store_true", help=argparse.SUPPRESS)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, rest = parser.parse_known_args(argv)
     names = args.names or list(BENCHMARKS)
     unknown = [name for name in names if name not in BENCHMARKS]
     if unknown:
         parser.error(f"no benchmark named {', '.join(map(repr, unknown))}; "
                      f"choose among {', '.join(BENCHMARKS)}")
+    if rest and (len(names) != 1 or names[0] not in OPTIONS):
+        parser.error(f"unrecognized arguments: {' '.join(rest)}; only {', '.join(OPTIONS)} "
+                     "takes options, after its name and alone")
     if not args.no_header:
         print(f"# memcert benchmarks\n\nPython {platform.python_version()} on "
               f"{platform.machine()}, {_cores()} cores.", flush=True)
     if len(names) == 1:
-        BENCHMARKS[names[0]]()
+        if rest:
+            OPTIONS[names[0]](rest)
+        else:
+            BENCHMARKS[names[0]]()
         return
     for name in names:
         subprocess.run([sys.executable, "-m", "benchmarks", "--no-header", name], check=True,

@@ -28,17 +28,17 @@ from typing import TYPE_CHECKING, Any
 
 from invariants.backend import BackendFactory
 from invariants.capabilities import restore_supported
-from invariants.checkers import CheckerSuite, check_history
+from invariants.checkers import CheckerSuite
 from invariants.errors import InvalidArgument
 from invariants.factory import REFERENCE, ResolvedBackend, probe, resolve_backend
-from invariants.history import Entry, HistoryRecorder, Paraphrase, find_history, read_history
+from invariants.history import Entry, HistoryRecorder, Paraphrase, find_history
 from invariants.levels import CLAIMABLE_LEVELS
 from scenarios import load_suite
 from scenarios.plan import Plan
 
-from .coverage import backend_errors, measure
 from .execute import run_plan
 from .faults import LamportClock
+from .judging import judge_file
 from .report import INVARIANTS, Report, ScenarioSummary, build_report
 from .runner import RunResult
 
@@ -303,16 +303,17 @@ class Recording:
     def judge(self, *, seed: int, scenarios: Sequence[ScenarioSummary], restore_supported: bool,
               started: float, command: str, stateful: Mapping[str, Any] | None = None,
               skip: Sequence[str] = (), stopped: str = "") -> Report:
-        """Check the saved history with the same checkers, write results.json and
-        junit.xml, and push the metrics with the verdict."""
+        """Check the saved history with the same checkers, streaming it (the online
+        checkers' index is freed first), write results.json and junit.xml, and push the
+        metrics with the verdict."""
         self.close()
-        history = read_history(self.history)
+        self.online.close()
+        judged = judge_file(self.history, level=self.level,
+                            nemesis=[e for s in scenarios for e in s.nemesis])
         report = build_report(
-            backend=self.backend, seed=seed, level=self.level,
-            checks=check_history(history, level=self.level),
-            coverage=measure(history, [e for s in scenarios for e in s.nemesis]),
-            scenarios=scenarios, errors=backend_errors(history),
-            restore_supported=restore_supported, history_entries=len(history),
+            backend=self.backend, seed=seed, level=self.level, checks=judged.checks,
+            coverage=judged.coverage, scenarios=scenarios, errors=judged.errors,
+            restore_supported=restore_supported, history_entries=judged.entries,
             elapsed_s=time.monotonic() - started, command=command, stateful=stateful,
             skip=skip, stopped=stopped)
         report.write(self.out)
@@ -344,9 +345,10 @@ def _stateful_phase(backend: ResolvedBackend, seed: int,
     return outcome.to_dict()
 
 
-def replay(out: Path) -> Report:
+def replay(out: Path, *, progress: Callable[[int, int], None] | None = None) -> Report:
     """Re-check a saved run from its folder (its ``results.json`` and its history,
-    plain or compressed), without the backend."""
+    plain or compressed), without the backend, streaming the history. ``progress`` is
+    told, now and then, the entries checked so far and the run's total."""
     import json
 
     saved = json.loads((out / "results.json").read_text(encoding="utf-8"))
@@ -354,20 +356,21 @@ def replay(out: Path) -> Report:
     if path is None:
         raise FileNotFoundError(f"{out} holds no {_PLAIN} or {_COMPRESSED}; pass the --out "
                                 "folder of a memcert certify run.")
-    history = read_history(path)
     scenarios = [ScenarioSummary(s["name"], s["steps_planned"], s["steps_done"],
                                  s["elapsed_s"], s["budget_exhausted"], s["faults_fired"],
                                  tuple(s["requires"]), not_run=s.get("not_run") or "",
                                  nemesis=tuple(s.get("nemesis", ())),
                                  stopped=bool(s.get("stopped")))
                  for s in saved["scenarios"]]
+    total = int(saved.get("history_entries") or 0)
+    judged = judge_file(path, level=saved["level"],
+                        nemesis=[e for s in scenarios for e in s.nemesis],
+                        progress=None if progress is None else lambda n: progress(n, total))
     return build_report(
         backend=saved["backend"], seed=saved["seed"], level=saved["level"],
-        checks=check_history(history, level=saved["level"]),
-        coverage=measure(history, [e for s in scenarios for e in s.nemesis]),
-        errors=backend_errors(history),
+        checks=judged.checks, coverage=judged.coverage, errors=judged.errors,
         scenarios=scenarios, restore_supported=saved["restore_supported"],
-        history_entries=len(history), elapsed_s=0.0, command=saved["reproduce"],
+        history_entries=judged.entries, elapsed_s=0.0, command=saved["reproduce"],
         stateful=saved.get("stateful"), skip=check_skip(saved.get("skip", ())),
         stopped=saved.get("stopped") or "")
 

@@ -10,7 +10,7 @@ import argparse
 import os
 import sys
 import traceback
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -88,6 +88,20 @@ def _saved(label: str, path: Path) -> str:
     return f"{label}: {path.resolve().as_uri()}"
 
 
+def _replay_progress() -> Callable[[int, int], None] | None:
+    """A line on a terminal's stderr, redrawn as the history is checked; None (silence)
+    when stderr is not a terminal, as for the other commands' progress bars in logs."""
+    if not sys.stderr.isatty():
+        return None
+
+    def show(done: int, total: int) -> None:
+        share = f" of {total:,} ({100 * done // total}%)" if total >= done else ""
+        print(f"\rmemcert replay: {done:,}{share} entries checked", end="", file=sys.stderr,
+              flush=True)
+
+    return show
+
+
 def _dispatch(args: argparse.Namespace) -> tuple[Report, list[str]]:
     """The command's report, and the lines that say where it was saved."""
     from .certify import CertifyOptions, certify, replay
@@ -101,7 +115,12 @@ def _dispatch(args: argparse.Namespace) -> tuple[Report, list[str]]:
             raise UsageError(f"memcert replay: {out} holds no history.jsonl (or "
                              "history.jsonl.zst) and results.json; pass the --out folder of "
                              "a memcert certify run")
-        return replay(out), []
+        show = _replay_progress()
+        try:
+            return replay(out, progress=show), []
+        finally:
+            if show is not None:
+                print("\r\033[K", end="", file=sys.stderr, flush=True)  # the line goes
     progress = None
     if not args.quiet:
         from .progress import TerminalProgress

@@ -40,13 +40,12 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from invariants.adapters.http import HttpFactory
-from invariants.checkers import check_history
 from invariants.errors import InvalidArgument, MemcertError
-from invariants.history import History, Paraphrase, read_history
+from invariants.history import HistoryStream, Paraphrase
 from invariants.levels import CLAIMABLE_LEVELS
 
-from .coverage import backend_errors, measure
-from .load_merge import merge_files
+from .judging import judge_file
+from .load_merge import merge_into
 from .load_mix import DEFAULT_ENTITIES, MIXES
 from .report import Report, ScenarioSummary, build_report
 from .signals import on_first_signal
@@ -339,29 +338,28 @@ def _free_port(host: str) -> int:
 # -- the verdict -----------------------------------------------------------------------------
 
 
-def _merge(out: Path, code: int) -> History:
-    """The workers' histories merged into ``history.jsonl``, read back from that file."""
+def _merge(out: Path, code: int) -> Path:
+    """The workers' histories merged into ``history.jsonl``; its path."""
     paths = sorted((out / "workers").glob("worker-*.jsonl"),
                    key=lambda p: int(p.stem.split("-")[1]))
     if not paths:
         raise LoadFailed(f"Locust exited with code {code} before any worker recorded an "
                          "operation; see its output above")
-    merge_files(paths).write_jsonl(out / "history.jsonl")
-    return read_history(out / "history.jsonl", allow_incomplete=True)
+    merge_into(paths, out / "history.jsonl")
+    return out / "history.jsonl"
 
 
-def _judge(history: History, options: LoadOptions, backend: str, seed: int,
+def _judge(history: Path, options: LoadOptions, backend: str, seed: int,
            elapsed_s: float, command: str) -> Report:
-    invoked = sum(1 for entry in history if entry.type == "invoke")
-    completed = len(history) - invoked
-    unsupported = any(e.f == "restore" and e.type == "fail" and isinstance(e.result, str)
-                      and e.result.startswith("unsupported:") for e in history)
-    summary = ScenarioSummary(SUITE, invoked, completed, elapsed_s, False)
+    """The verdict on the merged history, streamed once (a worker killed mid-operation
+    leaves it incomplete: its open operations count as unknown outcomes)."""
+    judged = judge_file(history, level=options.level, allow_incomplete=True)
+    summary = ScenarioSummary(SUITE, judged.invocations, judged.entries - judged.invocations,
+                              elapsed_s, False)
     return build_report(
-        backend=backend, seed=seed, level=options.level,
-        checks=check_history(history, level=options.level), coverage=measure(history),
-        scenarios=[summary], errors=backend_errors(history),
-        restore_supported=not unsupported, history_entries=len(history),
+        backend=backend, seed=seed, level=options.level, checks=judged.checks,
+        coverage=judged.coverage, scenarios=[summary], errors=judged.errors,
+        restore_supported=not judged.restore_unsupported, history_entries=judged.entries,
         elapsed_s=elapsed_s, command=command)
 
 
@@ -373,7 +371,7 @@ def _summary(out: Path) -> dict[str, Any]:
     return loaded
 
 
-def _final_metrics(metrics: MetricsOptions, history: History, report: Report, backend: str,
+def _final_metrics(metrics: MetricsOptions, history: Path, report: Report, backend: str,
                    seed: int, level: str, summary: dict[str, Any]) -> None:
     """The run's metrics as the verdict has them, pushed and/or left in the registry.
 
@@ -397,7 +395,7 @@ def _final_metrics(metrics: MetricsOptions, history: History, report: Report, ba
                               violations=lambda: counts, rate_terms=lambda: terms,
                               causes=lambda: causes)
     exporter.begin_scenario(SUITE)
-    for entry in history:
+    for entry in HistoryStream(history, allow_incomplete=True):
         exporter.observe(entry)
     for name, check in report.checks.items():
         counts[name] = check.violation_count

@@ -15,7 +15,9 @@ which every process of one booted machine shares exactly; a worker on another ma
 clocks (:func:`to_local`), which is only as good as their synchronisation: two
 operations closer together than the clocks' skew may be merged in the wrong order. The
 same merge runs live on the master (:class:`Merger`, feeding the online checkers and the
-metrics) and after the run (:func:`merge_files`, feeding the verdict).
+metrics) and after the run (:func:`merge_into`, which writes the history the verdict is
+judged from, streaming: it holds a chunk of each file and the operations in flight, not
+the histories; :func:`merge_files` is the same merge held in memory).
 """
 
 from __future__ import annotations
@@ -27,13 +29,22 @@ import os
 import socket
 import time
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from invariants.history import Entry, History, read_history
+from invariants.backend import Ack
+from invariants.history import (
+    Entry,
+    History,
+    HistoryError,
+    HistoryRecorder,
+    HistoryStream,
+    read_history,
+)
 
-__all__ = ["Clocks", "Merger", "merge_files", "to_local", "write_entries"]
+__all__ = ["Clocks", "MergeResult", "Merger", "merge_files", "merge_into", "to_local",
+           "write_entries"]
 
 _BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
 
@@ -134,24 +145,99 @@ class Merger:
         return out
 
 
+@dataclass(frozen=True)
+class MergeResult:
+    """What :func:`merge_into` wrote: how many entries, and the damage it found in the
+    workers' files, each defect prefixed by its file (as ``History.defects``)."""
+
+    entries: int
+    defects: tuple[str, ...]
+
+
 def merge_files(paths: Sequence[Path]) -> History:
     """The histories in ``paths`` as one, ordered by ``time_ns`` and re-indexed.
 
     A worker that was killed mid-operation leaves an invocation without completion, or a
     last line cut short: such a file is read with ``allow_incomplete``, the damage goes
     into the merged history's ``defects``, and its open operations count as possibly
-    applied at any time, as the checkers treat every unknown outcome.
+    applied at any time, as the checkers treat every unknown outcome. The merged
+    history is held in memory; :func:`merge_into` writes it to a file instead.
     """
     histories = [read_history(path, allow_incomplete=True) for path in paths]
-    streams = [
-        ((entry.time_ns, number, entry.index, entry) for entry in history)
-        for number, history in enumerate(histories)
-    ]
     entries = [dataclasses.replace(entry, index=index)
-               for index, (_, _, _, entry) in enumerate(heapq.merge(*streams))]
+               for index, entry in enumerate(_in_time_order(histories))]
     defects = [f"{path}: {defect}" for path, history in zip(paths, histories, strict=True)
                for defect in history.defects]
     return History(entries, allow_incomplete=True, defects=defects)
+
+
+def merge_into(paths: Sequence[Path], out: Path) -> MergeResult:
+    """Write the histories in ``paths`` to ``out`` as one, as :func:`merge_files` merges
+    them, streaming: the lines are those ``merge_files(paths).write_jsonl(out)`` writes
+    (``out`` ending in ``.zst`` is compressed), and what is held is a chunk of each file
+    and the operations in flight, however long the run.
+
+    The merge goes through a :class:`HistoryRecorder`, so the merged history is
+    validated as it is written (one worker id in two files raises
+    :class:`HistoryError`). It is written next to ``out`` and renamed only once whole,
+    so a merge that raises leaves no ``out`` to be taken for the run's history.
+    """
+    streams = [HistoryStream(path, allow_incomplete=True) for path in paths]
+    partial = out.with_name(f".merging-{out.name}")  # the same suffix: the same format
+    now = 0
+    try:
+        with HistoryRecorder(partial, keep=False, clock=lambda: now,
+                             flush_interval_s=_MERGE_FLUSH_S,
+                             compress=out.name.endswith(".zst")) as recorder:
+            flying: dict[int, Entry] = {}
+            for entry in _in_time_order(streams):
+                now = entry.time_ns
+                if entry.type == "invoke":
+                    flying[entry.worker] = recorder.invoke(entry.worker, entry.op,
+                                                           meta=entry.meta)
+                else:
+                    _complete(recorder, flying.pop(entry.worker), entry)
+            entries = len(recorder)
+        os.replace(partial, out)
+    finally:
+        partial.unlink(missing_ok=True)
+    defects = tuple(f"{path}: {defect}" for path, stream in zip(paths, streams, strict=True)
+                    for defect in stream.defects)
+    return MergeResult(entries, defects)
+
+
+_MERGE_FLUSH_S = 1.0
+"""How often :func:`merge_into`'s recorder writes what it queued (or every 4,096
+entries): nobody tails the merged file, so only the batching matters."""
+
+
+def _in_time_order(sources: Sequence[Iterable[Entry]]) -> Iterator[Entry]:
+    """Every entry of every source, by ``time_ns``; ties by source, then by position."""
+    keyed = [_keyed(number, source) for number, source in enumerate(sources)]
+    for _, _, _, entry in heapq.merge(*keyed):
+        yield entry
+
+
+def _keyed(number: int, source: Iterable[Entry]) -> Iterator[tuple[int, int, int, Entry]]:
+    # A function, not a generator expression in the comprehension above: there every
+    # source's expression would read ``number`` late, once it is the last one.
+    for entry in source:
+        yield entry.time_ns, number, entry.index, entry
+
+
+def _complete(recorder: HistoryRecorder, invocation: Entry, entry: Entry) -> None:
+    """Record ``entry``, a completion read from a worker's file, against its invocation
+    as recorded in the merge."""
+    result = entry.result
+    if entry.type == "ok" and isinstance(result, Ack | tuple):
+        recorder.ok(invocation, result)
+    elif entry.type == "fail" and isinstance(result, Ack | str):
+        recorder.fail(invocation, result)
+    elif entry.type == "info" and isinstance(result, str):
+        recorder.info(invocation, result)
+    else:  # a worker's file is validated as it is read, so this is a bug of the merge
+        raise HistoryError(f"entry {entry.index} of a worker's file has result {result!r}",
+                           "Report this as a bug of memcert load's merge.")
 
 
 def write_entries(path: Path, entries: Iterable[Entry]) -> None:

@@ -44,6 +44,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import zstandard
 from prometheus_client import CollectorRegistry
 
@@ -269,6 +270,22 @@ def _lines(history: Path) -> Iterator[bytes]:
         yield from io.BufferedReader(reader)
 
 
+class _Stamp(msgspec.Struct, gc=False):
+    """What the timeline reads of a history line; msgspec skips the rest (the op, a
+    read's records) without building it, which is most of a line."""
+
+    index: int
+    worker: int
+    time_ns: int
+    type: str
+    f: str
+    result: msgspec.Raw = msgspec.Raw(b"null")
+    """Left as JSON text: the timeline only asks whether it is an object (an Ack)."""
+
+
+_STAMP = msgspec.json.Decoder(_Stamp)
+
+
 def _timeline(history: Path, report: Report, workers: int, witnesses: set[int]) -> _Timeline:
     """Bin every operation of the history into its worker's row.
 
@@ -285,27 +302,28 @@ def _timeline(history: Path, report: Report, workers: int, witnesses: set[int]) 
         tail = line
     if not plain_bytes:
         return _Timeline(TIMELINE_BINS, 0.0, [], [], [], {}, 0)
-    first, last = json.loads(head)["time_ns"], json.loads(tail)["time_ns"]
+    first, last = _STAMP.decode(head).time_ns, _STAMP.decode(tail).time_ns
     width = max(1, last - first)
     rows: dict[int, list[int]] = {}
     invoked: dict[int, tuple[int, int]] = {}
     spans: dict[int, list[int]] = {}
     operations: dict[int, list[str]] = {}
     marks = []
+    decode = _STAMP.decode
     for line in _lines(history):
-        entry = json.loads(line)
-        worker, at = entry["worker"], entry["time_ns"]
-        if entry["type"] == "invoke":
-            invoked[worker] = (entry["index"], at)
-            if entry["index"] in witnesses:
-                operations[entry["index"]] = [line.decode("utf-8").rstrip("\n")]
+        entry = decode(line)
+        worker, at, etype = entry.worker, entry.time_ns, entry.type
+        if etype == "invoke":
+            invoked[worker] = (entry.index, at)
+            if entry.index in witnesses:
+                operations[entry.index] = [line.decode("utf-8").rstrip("\n")]
             continue
-        index, since = invoked.pop(worker, (entry["index"], at))
+        index, since = invoked.pop(worker, (entry.index, at))
         if index in witnesses:
             operations.setdefault(index, []).append(line.decode("utf-8").rstrip("\n"))
-        code = ("V" if index in witnesses else _CODE_OF_OK[entry["f"]] if entry["type"] == "ok"
-                else "u" if entry["type"] == "info"
-                else "x" if isinstance(entry["result"], dict) else "e")
+        code = ("V" if index in witnesses else _CODE_OF_OK[entry.f] if etype == "ok"
+                else "u" if etype == "info"
+                else "x" if bytes(entry.result).startswith(b"{") else "e")
         row = rows.setdefault(worker, [0] * TIMELINE_BINS)
         start = min(TIMELINE_BINS - 1, (since - first) * TIMELINE_BINS // width)
         end = min(TIMELINE_BINS - 1, (at - first) * TIMELINE_BINS // width)

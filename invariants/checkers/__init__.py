@@ -22,16 +22,16 @@ violation and rate precisely.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from invariants.causes import CAUSES
 from invariants.errors import InvalidArgument
-from invariants.history import Entry, History, HistoryError, collector_paused
+from invariants.history import Entry, History, HistoryError, HistoryStream, collector_paused
 from invariants.levels import Paraphrase
 from invariants.verdict import CheckResult, Validity
 
 from ._base import Checker
-from ._trace import ReadView, Trace
+from ._trace import IDLE_ENTRIES, ReadView, Trace
 from .causal_monotonicity import CausalMonotonicity
 from .deletion_monotonicity import DeletionMonotonicity
 from .durability import Durability
@@ -75,7 +75,8 @@ class CheckerSuite:
     ``HistoryRecorder``'s observers) and what :func:`check_history` uses afterwards.
     ``names`` picks checkers (all by default, in :data:`ALL_CHECKERS` order); ``level``
     is the normalization level the backend claims; ``keep`` bounds the violations kept
-    in full per checker.
+    in full per checker; after ``idle`` entries that did not touch an entity, the
+    shared index moves that entity to a temporary file until one does.
 
     A checker that raises while observing, or while building its result, is dropped
     from the run and reported as UNKNOWN with the error in its notes; the others go
@@ -89,6 +90,7 @@ class CheckerSuite:
         names: Iterable[str] | None = None,
         level: Paraphrase = "semantic",
         keep: int = 20,
+        idle: int = IDLE_ENTRIES,
     ) -> None:
         wanted = CHECKER_NAMES if names is None else tuple(names)
         for name in wanted:
@@ -97,7 +99,7 @@ class CheckerSuite:
                     f"names contains {name!r}, which is not a checker; "
                     f"use some of {', '.join(CHECKER_NAMES)}"
                 )
-        self._trace = Trace()
+        self._trace = Trace(idle=idle)
         self.checkers: dict[str, Checker] = {}
         for cls in ALL_CHECKERS:
             if cls.name in wanted:
@@ -111,10 +113,28 @@ class CheckerSuite:
         self._live: list[Checker] = list(self.checkers.values())
         self._crashes: dict[str, str] = {}
         self._defects: tuple[str, ...] = ()
+        self._closed = False
+
+    def close(self) -> None:
+        """The history has ended: free the index the checkers share, keeping every count.
+
+        A run's online checkers are done once its recorder closes, but the metrics read
+        their counts until the verdict is pushed, and the verdict checks the saved
+        history with fresh checkers that build the same index again: closing first
+        keeps the two from being held at once. After it only the counts answer
+        (:attr:`violation_count`, :meth:`violation_counts`, :meth:`rate_terms`,
+        :meth:`cause_counts`); :meth:`observe` and :meth:`results` refuse.
+        """
+        self._closed = True
+        self._live = []
+        self._trace = Trace()
+        for checker in self.checkers.values():
+            checker.drop_index()
 
     def observe(self, entry: Entry) -> None:
         """Feed the next entry to every checker still running."""
         if not self._live:
+            self._refuse_closed("observe")
             return
         try:
             view = self._trace.observe(entry)
@@ -126,11 +146,31 @@ class CheckerSuite:
         if view is not None:
             self._judge(view)
 
-    def observe_all(self, entries: Iterable[Entry]) -> None:
-        """Feed a whole history; a :class:`History`'s defects go into every result."""
-        if isinstance(entries, History):
-            self._defects = entries.defects
+    def observe_all(
+        self, entries: Iterable[Entry], *, also: Sequence[Callable[[Entry], None]] = ()
+    ) -> None:
+        """Feed entries in order, consuming the iterable once; the defects of a
+        :class:`History`, or of a :class:`HistoryStream` once it has been read to its
+        end, go into every result.
+
+        ``also`` are given every entry too, as it is consumed: what else a report
+        counts over the history then shares this one pass over a file, and they see
+        every entry even once every checker has crashed. Without them the rest of the
+        iterable is left unread then.
+        """
+        source = entries
+        if also:
+            entries = _tapped(entries, also)
+        self._feed(entries)
+        if also:
+            for _ in entries:  # every checker crashed early; the others read on
+                pass
+        if isinstance(source, History | HistoryStream):
+            self._defects = source.defects
+
+    def _feed(self, entries: Iterable[Entry]) -> None:
         if not self._live:
+            self._refuse_closed("observe_all")
             return
         # One loop over the whole history (Trace.feed) rather than a call per entry,
         # which checking a long history would pay millions of times: most entries only
@@ -145,6 +185,13 @@ class CheckerSuite:
             raise
         except Exception as exc:
             self._trace_crashed(trace.consumed + 1, exc)
+
+    def _refuse_closed(self, what: str) -> None:
+        if self._closed:
+            raise InvalidArgument(
+                f"CheckerSuite.{what}() after close(): the index is gone; check the saved "
+                "history with a fresh suite (check_history)"
+            )
 
     def _judge(self, view: ReadView) -> bool:
         """Show one read to every live checker; False once none is left."""
@@ -194,6 +241,7 @@ class CheckerSuite:
 
     def results(self) -> dict[str, CheckResult]:
         """Every checker's verdict so far, by name, in :data:`ALL_CHECKERS` order."""
+        self._refuse_closed("results")
         results: dict[str, CheckResult] = {}
         for name, checker in self.checkers.items():
             crash = self._crashes.get(name)
@@ -243,23 +291,37 @@ def _crashed_result(checker: Checker) -> CheckResult:
     )
 
 
+def _tapped(
+    entries: Iterable[Entry], also: Sequence[Callable[[Entry], None]]
+) -> Iterator[Entry]:
+    for entry in entries:
+        for observe in also:
+            observe(entry)
+        yield entry
+
+
 def check_history(
     history: Iterable[Entry],
     *,
     names: Sequence[str] | None = None,
     level: Paraphrase = "semantic",
     keep: int = 20,
+    also: Sequence[Callable[[Entry], None]] = (),
 ) -> dict[str, CheckResult]:
     """Check a whole history with fresh checkers; the same code a run uses online.
 
-    Pass a :class:`History` (from :func:`~invariants.history.read_history` or built
-    in memory), which has been validated; a bare iterable of entries is only checked
-    for order. Python's cyclic garbage collector is paused while it runs (everything
-    it builds stays alive until it returns), and restored afterwards.
+    ``history`` is consumed once, in order, and none of its entries is kept beyond what
+    the checkers still need (docs/invariants.md, "What the checkers keep"): pass a
+    :class:`HistoryStream` to check a file of any length without holding it, or a
+    :class:`History` (from :func:`~invariants.history.read_history` or built in
+    memory). Both are validated as they are read; a bare iterable of entries is only
+    checked for order. ``also`` are given every entry as it is consumed
+    (:meth:`CheckerSuite.observe_all`). Python's cyclic garbage collector is paused
+    while it runs (what it builds stays alive until it returns), and restored afterwards.
     """
     suite = CheckerSuite(names=names, level=level, keep=keep)
     with collector_paused():
-        suite.observe_all(history)
+        suite.observe_all(history, also=also)
         results = suite.results()
         # The index has no reference cycles: dropping it here frees it at once, before
         # the collector resumes and would otherwise scan its millions of objects.

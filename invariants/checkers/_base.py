@@ -86,6 +86,11 @@ class Checker(abc.ABC):
         if view is not None:
             self._on_read(view)
 
+    def drop_index(self) -> None:
+        """Let go of the index of the history (see :meth:`CheckerSuite.close`); the
+        counts stay, and :meth:`result` no longer describes the history."""
+        self._trace = Trace()
+
     @property
     def violation_count(self) -> int:
         """Violations found so far; O(1), for online metrics."""

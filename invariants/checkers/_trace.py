@@ -30,13 +30,17 @@ from __future__ import annotations
 
 import heapq
 from bisect import bisect_left, bisect_right, insort
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Generator, Iterable, Iterator, Sequence
+from sys import intern
 from typing import Final, TypeAlias
 
 from invariants.backend import Ack, Delete, Record, Restore, Write
+from invariants.errors import InvalidArgument
 from invariants.history import Entry, HistoryError
 from invariants.levels import PARAPHRASE_LEVELS, Paraphrase
 from invariants.verdict import Answer, EntityOpRef, Outcome, ReadRef, ServedRecord, WriteRef
+
+from ._spill import Spill
 
 __all__ = ["Trace"]
 
@@ -56,16 +60,27 @@ Ident: TypeAlias = tuple[str, str]
 
 
 class WriteState:
-    """One write: payload, ground truth, and how it ended (so far)."""
+    """One write: payload, ground truth, and how it ended (so far).
+
+    It keeps the fields of its invocation and completion that the explanations quote,
+    not the entries themselves: a long history's writes outlive their entries, and the
+    entries' copies of the namespace, entity and value would otherwise stay alive with
+    them. Names that recur (attribute, fact, slot, paraphrase level) are interned, and a
+    value written again to the same entity shares the first write's string.
+    """
 
     __slots__ = (
-        "answer",
-        "call",
+        "attribute",
+        "completed_ns",
         "done",
         "fact",
         "ident",
         "index",
+        "invoked_ns",
+        "n",
+        "op_id",
         "paraphrase",
+        "result",
         "same_value",
         "seq",
         "slot",
@@ -76,28 +91,36 @@ class WriteState:
     def __init__(
         self,
         call: Entry,
+        op: Write,
         ident: Ident,
         slot: str,
         fact: str,
         value: str,
-        seq: int,
         paraphrase: Paraphrase,
     ) -> None:
-        self.call = call
-        """The invocation as the backend received it; the explanations quote it."""
-        self.answer: Entry | None = None
-        """The completion, once it arrived."""
         self.index = call.index
+        self.invoked_ns = call.time_ns
+        self.attribute = intern(op.attribute)
+        """The attribute as the backend received it."""
+        self.op_id = op.op_id
+        self.seq = op.causal_seq
         self.done = -1
+        """The completion's index; -1 until it arrives. Only then are ``completed_ns``
+        and ``result`` (an Ack, or the error's text) set."""
+        self.completed_ns: int
+        self.result: Ack | str | None
         self.status = PENDING
         self.ident = ident
         self.slot = slot
         self.fact = fact
         self.value = value
-        self.seq = seq
         self.paraphrase = paraphrase
         self.same_value: WriteState | None = None
-        """The write invoked before this one that carried the same value, if any."""
+        """The write to the same entity invoked before this one that carried the same
+        value, if any."""
+        self.n: int
+        """How many writes were invoked before this one, whatever their entity: how far
+        back :meth:`Trace.overwriters` looks is counted in these. Set by the trace."""
 
     def __lt__(self, other: WriteState) -> bool:
         """The order of a :class:`FactState` heap: the higher causal_seq first, then the
@@ -106,11 +129,10 @@ class WriteState:
 
     def ref(self, t0: int) -> WriteRef:
         """This write as an explanation cites it; ``t0`` is the run's first timestamp."""
-        op: Write = self.call.op  # type: ignore[assignment]
-        answer = self.answer
+        done = self.done
         return WriteRef(
             op=self.index,
-            completed=None if self.done < 0 else self.done,
+            completed=None if done < 0 else done,
             outcome=_OUTCOMES[self.status],
             namespace=self.ident[0],
             entity_id=self.ident[1],
@@ -119,11 +141,11 @@ class WriteState:
             value=self.value,
             causal_seq=self.seq,
             paraphrase=self.paraphrase,
-            attribute=op.attribute,
-            op_id=op.op_id,
-            answer=None if answer is None else _answer(answer),
-            invoked_s=_since(self.call, t0),
-            completed_s=None if answer is None else _since(answer, t0),
+            attribute=self.attribute,
+            op_id=self.op_id,
+            answer=None if done < 0 else _result_answer(self.result),
+            invoked_s=(self.invoked_ns - t0) / 1e9,
+            completed_s=None if done < 0 else (self.completed_ns - t0) / 1e9,
         )
 
 
@@ -166,7 +188,10 @@ def _since(entry: Entry, t0: int) -> float:
 
 
 def _answer(entry: Entry) -> Answer:
-    res = entry.result
+    return _result_answer(entry.result)
+
+
+def _result_answer(res: object) -> Answer:
     if isinstance(res, Ack):
         return Answer(applied=res.applied, version=res.version, reason=res.reason)
     return Answer(error=str(res))
@@ -219,10 +244,12 @@ class KeyState:
         "race",
         "raced_writes",
         "repeated_facts",
+        "slot",
         "was_contended",
     )
 
-    def __init__(self, epoch: int) -> None:
+    def __init__(self, slot: str, epoch: int) -> None:
+        self.slot = slot
         self.busy = 0
         """Writes to the key in flight now; one that ended ``info`` stays counted, since
         it may take effect at any later time."""
@@ -259,6 +286,7 @@ class EntityState:
     """
 
     __slots__ = (
+        "busy",
         "contended",
         "del_done",
         "del_latest",
@@ -271,13 +299,26 @@ class EntityState:
         "refused",
         "repeated",
         "restores",
+        "touched",
         "uncertain_deletes",
         "uncertain_restores",
+        "values",
     )
 
     def __init__(self, ident: Ident) -> None:
         self.ident = ident
+        self.busy = 0
+        """Writes, deletes and restores of the entity in flight: while one is, the
+        entity stays in memory (the operations in flight point into it)."""
+        self.touched = -1
+        """The index of the last invocation of a write, delete or restore of the entity,
+        or completion of a read of it (a completion of the others needs no mark: while
+        they were in flight ``busy`` kept the entity in memory)."""
         self.keys: dict[str, KeyState] = {}
+        self.values: dict[str, WriteState] = {}
+        """Each value written to the entity: its latest write, whose ``same_value``
+        chain holds the entity's earlier writes of it. Kept per entity, so that tracing
+        a record costs the same however often other entities wrote the same text."""
         self.del_done: list[int] = []
         self.del_latest: list[OpState] = []
         self.del_top: list[OpState] = []
@@ -364,8 +405,7 @@ class Traced:
         by_seq = None
         for w in self.producers:
             if w.seq == r.causal_seq:
-                op: Write = w.call.op  # type: ignore[assignment]
-                if op.attribute == r.attribute:
+                if w.attribute == r.attribute:
                     return w
                 by_seq = by_seq or w
         return by_seq or self.write
@@ -505,6 +545,15 @@ class ReadView:
         )
 
 
+IDLE_ENTRIES: Final = 1 << 16
+"""Entries after which an entity none of them touched goes to disk (see ``_spill``)."""
+REACH: Final = 64
+"""How many writes before a lost write :meth:`Trace.overwriters` looks back over."""
+_LEVELS: Final[dict[str, Paraphrase]] = {level: level for level in PARAPHRASE_LEVELS}
+"""Each paraphrase level's one string, for the writes to share."""
+_NO_VALUES: Final[dict[str, WriteState]] = {}
+"""The values of an entity that wrote nothing."""
+
 _WriteCall: TypeAlias = tuple[WriteState, KeyState, EntityState]
 """A write in flight, with where it goes (kept out of the index, which only points down)."""
 _InFlight: TypeAlias = _WriteCall | OpState | Entry
@@ -514,13 +563,25 @@ _InFlight: TypeAlias = _WriteCall | OpState | Entry
 class Trace:
     """Incremental index of a history; see the module docstring."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, idle: int = IDLE_ENTRIES) -> None:
+        if not isinstance(idle, int) or isinstance(idle, bool) or idle < 1:
+            raise InvalidArgument(
+                f"idle={idle!r} (type {type(idle).__name__}) is not a count of entries; "
+                "pass an int >= 1"
+            )
+        self._idle = idle
+        self._park_at = idle
+        """The index at which idle entities are next looked for."""
+        self._spill = Spill()
         self._last = -1
         self.t0 = 0
         """The first entry's timestamp: explanations give times relative to it."""
         self._view: ReadView | None = None
         self._pending: dict[int, _InFlight] = {}
-        self._values: dict[str, WriteState] = {}
+        self._values: dict[str, Ident | list[Ident]] = {}
+        """Each value written: the entity it was written to, or, once several were, the
+        list of them in order of their first write of it. Only a record that does not
+        trace to its own entity looks here."""
         self._entities: dict[str, dict[str, EntityState]] = {}
         self._namespaces: set[str] = set()
         self.contended_keys = 0
@@ -533,17 +594,50 @@ class Trace:
         self.ok_reads = 0
         self.paraphrase_writes: dict[str, int] = dict.fromkeys(PARAPHRASE_LEVELS, 0)
         """Writes that completed ok or info, by paraphrase level."""
-        self._writes: list[WriteState] = []
-        """Every write, in invocation order. Assigned last, so that it is the last
-        reference to go when the trace is freed: the writes then go in the order they
-        were made, and reach the history's strings and ints in the order those sit in
-        memory. Freed in the order of the index's dicts instead, the index of a
-        1M-operation history took nearly twice as long to free (0.43 s, not 0.23 s)."""
+        self._writes = 0
+        """Writes invoked so far."""
 
     @property
     def in_flight(self) -> int:
         """Operations invoked and not completed yet."""
         return len(self._pending)
+
+    @property
+    def in_memory(self) -> int:
+        """Entities held in memory now; the others wait on disk."""
+        return sum(len(by_id) for by_id in self._entities.values())
+
+    @property
+    def parked(self) -> int:
+        """Entities moved to disk so far (each time counts), having gone untouched for
+        ``idle`` entries."""
+        return self._spill.parked
+
+    def _park_idle(self, now: int) -> None:
+        """Move to disk every entity no entry touched in the last ``idle`` entries and
+        none of whose operations is in flight; the next entry that needs one brings it
+        back (:meth:`_find`)."""
+        horizon = now - self._idle
+        spill = self._spill
+        entities = self._entities
+        for ns in list(entities):
+            by_id = entities[ns]
+            for entity_id in [e for e, ent in by_id.items() if ent.touched < horizon
+                              and not ent.busy]:
+                if spill.put((ns, entity_id), by_id[entity_id]):
+                    del by_id[entity_id]
+            if not by_id:
+                del entities[ns]
+
+    def _find(self, namespace: str, entity_id: str) -> EntityState | None:
+        """The entity, brought back from disk if it was parked; None if it never was."""
+        by_id = self._entities.get(namespace)
+        ent = None if by_id is None else by_id.get(entity_id)
+        if ent is None and len(self._spill):
+            ent = self._spill.take((namespace, entity_id))
+            if ent is not None:
+                self._entities.setdefault(namespace, {})[entity_id] = ent
+        return ent
 
     @property
     def consumed(self) -> int:
@@ -554,51 +648,23 @@ class Trace:
         """Consume the next entry; for an ok read, return its view.
 
         Feeding the entry just consumed again returns the same view without doing
-        anything, which is how checkers that share this Trace each get it.
+        anything, which is how checkers that share this Trace each get it. This is
+        :meth:`feed` given one entry: a run's online checkers and the final judgement of
+        its saved history go through the same steps.
         """
-        i = entry.index
-        last = self._last
-        if i != last + 1:
-            if i == last:
-                return self._view
-            raise _out_of_order(i, last)
-        if i == 0:
-            self.t0 = entry.time_ns
-        pending = self._pending
-        worker = entry.worker
-        view = None
-        if entry.type == "invoke":
-            if worker in pending:
-                raise _busy(i, worker)
-            f = entry.f
-            if f == "write":
-                self._invoke_write(entry)
-            elif f == "read":
-                pending[worker] = entry
-            else:
-                self._invoke_entity_op(entry)
-        else:
-            st = pending.pop(worker, None)
-            if type(st) is tuple:
-                ws, key, ent = st
-                self._complete_write(entry, ws, key, ent)
-            elif type(st) is Entry:
-                if entry.type == "ok":
-                    view = self._read(entry, st)
-            elif type(st) is OpState:
-                self._complete_entity_op(entry, st)
-            else:
-                raise _stray(i, worker)
-        self._view = view
-        self._last = i
+        steps = self.feed((entry,))
+        view = next(steps, None)
+        steps.close()
         return view
 
-    def feed(self, entries: Iterable[Entry]) -> Iterator[ReadView]:
-        """Consume entries in order, as :meth:`observe` would, yielding each ok read's view.
+    def feed(self, entries: Iterable[Entry]) -> Generator[ReadView, None, None]:
+        """Consume entries in order, yielding each ok read's view as it completes.
 
-        The same steps as :meth:`observe`, dispatched in one loop, which spares a call
-        per entry (a sixteenth of the trace's time on a long history). If consuming an
-        entry raises, :attr:`consumed` tells which entry came last.
+        The one implementation of consuming entries: it consumes the iterable once and
+        keeps none of its entries, only the index, so a history streamed from its file is
+        never held whole. An entry given again right after itself is skipped, yielding
+        its view again if it was a read. If consuming an entry raises, :attr:`consumed`
+        tells which entry came last.
         """
         pending = self._pending
         invoke_write, complete_write = self._invoke_write, self._complete_write
@@ -606,6 +672,8 @@ class Trace:
         read = self._read
         last = self._last
         view = self._view
+        idle = self._idle
+        park_at = self._park_at
         try:
             for entry in entries:
                 i = entry.index
@@ -615,6 +683,9 @@ class Trace:
                             yield view
                         continue
                     raise _out_of_order(i, last)
+                if i >= park_at:
+                    self._park_idle(i)
+                    park_at = i + idle
                 worker = entry.worker
                 if i == 0:
                     self.t0 = entry.time_ns
@@ -646,41 +717,42 @@ class Trace:
                     raise _stray(i, worker)
                 last = i
         finally:
+            self._park_at = park_at
             self._last = last
             self._view = view if view is not None and view.done == last else None
 
-    def overwriters(self, ws: WriteState, *, reach: int = 64) -> list[WriteState]:
+    def overwriters(self, ws: WriteState) -> list[WriteState]:
         """Writes to other slots of ``ws``'s entity that were invoked before ``ws``
         completed and completed after it (or never did): the writers that could have
-        written a whole-entity copy, read before ``ws`` landed, back over it.
+        written a whole-entity copy, read before ``ws`` landed, back over it; in
+        invocation order.
 
-        Only the ``reach`` writes invoked just before ``ws`` are looked at, besides
-        those invoked while it was in flight, which bounds the work per question.
+        Only the :data:`REACH` writes invoked just before ``ws`` (whatever their entity)
+        are looked at, besides those invoked while it was in flight, which bounds what a
+        question can find.
         """
-        writes = self._writes
-        start = bisect_left(writes, ws.index, key=_index)
+        ent = self._find(*ws.ident)
+        if ent is None:
+            return []
         done = ws.done if ws.done >= 0 else self._last + 1
-        found: list[WriteState] = []
-        for other in writes[max(0, start - reach) :]:
-            if other.index >= done:
-                break
-            if (
-                other is not ws
-                and other.ident is ws.ident
-                and other.slot != ws.slot
-                and other.status != FAIL
-                and (other.done < 0 or other.done > done)
-            ):
-                found.append(other)
+        found = [
+            other
+            for other in ent.writes()
+            if other.n >= ws.n - REACH
+            and other.index < done
+            and other is not ws
+            and other.slot != ws.slot
+            and other.status != FAIL
+            and (other.done < 0 or other.done > done)
+        ]
+        found.sort(key=_index)
         return found
 
     def _entity(self, namespace: str, entity_id: str) -> EntityState:
-        by_id = self._entities.get(namespace)
-        if by_id is None:
-            by_id = self._entities[namespace] = {}
-        ent = by_id.get(entity_id)
+        ent = self._find(namespace, entity_id)
         if ent is None:
-            ent = by_id[entity_id] = EntityState((namespace, entity_id))
+            ent = EntityState((namespace, entity_id))
+            self._entities.setdefault(namespace, {})[entity_id] = ent
         return ent
 
     def _invoke_write(self, entry: Entry) -> None:
@@ -696,6 +768,8 @@ class Trace:
             ent = self._entities[ns][op.entity_id]
         except KeyError:
             ent = self._entity(ns, op.entity_id)
+        ent.touched = entry.index
+        ent.busy += 1
         keys = ent.keys
         slot = meta.slot
         try:
@@ -703,16 +777,26 @@ class Trace:
         except KeyError:
             if not keys:  # the entity's first write
                 self._namespaces.add(ns)
-            key = keys[slot] = KeyState(ent.epoch)
+            key = keys[slot] = KeyState(intern(slot), ent.epoch)
         value = op.value
-        fact = meta.fact
-        ws = WriteState(entry, ent.ident, slot, fact, value, op.causal_seq, meta.paraphrase)
-        self._writes.append(ws)
-        values = self._values
-        before = values.setdefault(value, ws)
-        if before is not ws:
-            ws.same_value = before
-            values[value] = ws
+        fact = intern(meta.fact)
+        values = ent.values
+        before = values.get(value)
+        if before is None:
+            writers = self._values.get(value)
+            if writers is None:
+                self._values[value] = ent.ident
+            elif type(writers) is tuple:
+                self._values[value] = [writers, ent.ident]
+            else:
+                writers.append(ent.ident)  # type: ignore[union-attr]
+        else:
+            value = before.value
+        ws = WriteState(entry, op, ent.ident, key.slot, fact, value, _LEVELS[meta.paraphrase])
+        ws.same_value = before
+        values[value] = ws
+        ws.n = n = self._writes
+        self._writes = n + 1
         facts = key.facts
         known = facts.setdefault(fact, ws)
         if known is ws:
@@ -746,7 +830,9 @@ class Trace:
         self, entry: Entry, ws: WriteState, key: KeyState, ent: EntityState
     ) -> None:
         ws.done = done = entry.index
-        ws.answer = entry
+        ent.busy -= 1
+        ws.completed_ns = entry.time_ns
+        ws.result = entry.result  # type: ignore[assignment]
         etype = entry.type
         if etype != "info":  # an info write may still land at any time: in flight for good
             key.busy -= 1
@@ -788,6 +874,8 @@ class Trace:
     def _invoke_entity_op(self, entry: Entry) -> None:
         op: Delete | Restore = entry.op  # type: ignore[assignment]
         ent = self._entity(op.namespace, op.entity_id)
+        ent.touched = entry.index
+        ent.busy += 1
         st = OpState(entry, entry.f, op.causal_seq, ent.ident)
         if entry.f == "delete":
             ent.uncertain_deletes += 1
@@ -800,6 +888,8 @@ class Trace:
         st.done = entry.index
         st.answer = entry
         ent = self._entities[st.ident[0]][st.ident[1]]
+        ent.busy -= 1
+        ent.touched = entry.index
         etype = entry.type
         is_delete = st.f == "delete"
         if etype == "info":
@@ -835,18 +925,19 @@ class Trace:
         try:
             ent: EntityState | None = self._entities[ns][op.entity_id]
         except KeyError:
-            ent = None
-        ident = None if ent is None else ent.ident
+            ent = self._find(ns, op.entity_id)
+        if ent is not None:
+            ent.touched = entry.index
         view = ReadView(call, entry, ns, op.entity_id, records, ent, foreign, self.t0)
-        values = self._values
+        own: dict[str, WriteState] = _NO_VALUES if ent is None else ent.values
         by_slot = view.by_slot
         strays: list[Stray] | None = None
         for position, record in enumerate(records):
-            w = values.get(record.value)
-            if w is not None and w.same_value is None and w.ident is ident and w.status != FAIL:
+            w = own.get(record.value)
+            if w is not None and w.same_value is None and w.status != FAIL:
                 t = Traced(position, record, w, ())
             else:
-                traced = _trace_chain(position, record, w, ident, ns)
+                traced = self._trace_chain(position, record, w, ent, ns)
                 if isinstance(traced, Stray):
                     if strays is None:
                         strays = view.strays = []
@@ -861,6 +952,49 @@ class Trace:
                 group.append(t)
                 view.stacked = True
         return view
+
+    def _trace_chain(
+        self,
+        position: int,
+        record: Record,
+        w: WriteState | None,
+        ent: EntityState | None,
+        ns: str,
+    ) -> Traced | Stray:
+        """Trace a value the read's entity wrote more than once, or not simply.
+
+        ``w`` is the entity's latest write of the value, if any. A value no write of the
+        entity can have produced is looked up among every entity that wrote it. Every
+        list this yields is in invocation order.
+        """
+        own: list[WriteState] = []
+        dead: list[WriteState] = []
+        while w is not None:
+            (own if w.status != FAIL else dead).append(w)
+            w = w.same_value
+        if own:
+            own.reverse()
+            return Traced(position, record, own[0], tuple(own[1:]))
+        foreign: list[WriteState] = []
+        writers = self._values.get(record.value)
+        idents = () if writers is None else (writers,) if type(writers) is tuple else writers
+        for ident in idents:
+            if ent is not None and ident == ent.ident:
+                continue
+            other = self._find(*ident)
+            assert other is not None, ident  # an entity, once seen, is never forgotten
+            w = other.values[record.value]
+            while w is not None:
+                if w.status != FAIL and w.ident[0] != ns:
+                    foreign.append(w)
+                else:
+                    dead.append(w)
+                w = w.same_value
+        if foreign:
+            foreign.sort(key=_index)
+            return Stray(position, record, LEAK, tuple(foreign))
+        dead.sort(key=_index)
+        return Stray(position, record, PHANTOM, tuple(dead))
 
 
 def _index(ws: WriteState) -> int:
@@ -887,36 +1021,3 @@ def _stray(i: int, worker: int) -> HistoryError:
         f"entry {i}: worker {worker} completes an operation it never invoked",
         "Validate the history (History or read_history) before checking it.",
     )
-
-
-def _trace_chain(
-    position: int, record: Record, w: WriteState | None, ident: Ident | None, ns: str
-) -> Traced | Stray:
-    """Trace a value that several writes carried, or that is not simply the entity's own.
-
-    The chain runs from the latest write of the value back to the first; every list
-    it yields is in invocation order.
-    """
-    own: list[WriteState] = []
-    first = w
-    while w is not None:
-        if w.ident is ident and w.status != FAIL:
-            own.append(w)
-        w = w.same_value
-    if own:
-        own.reverse()
-        return Traced(position, record, own[0], tuple(own[1:]))
-    foreign: list[WriteState] = []
-    dead: list[WriteState] = []
-    w = first
-    while w is not None:
-        if w.status != FAIL and w.ident[0] != ns:
-            foreign.append(w)
-        else:
-            dead.append(w)
-        w = w.same_value
-    if foreign:
-        foreign.reverse()
-        return Stray(position, record, LEAK, tuple(foreign))
-    dead.reverse()
-    return Stray(position, record, PHANTOM, tuple(dead))

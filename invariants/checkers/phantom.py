@@ -28,7 +28,7 @@ class Phantom(Checker):
 
     def __init__(self, *, trace: Trace | None = None, keep: int = 20) -> None:
         super().__init__(trace=trace, keep=keep)
-        self._nearest: dict[tuple[int, str], WriteState | None] = {}
+        self._nearest: dict[tuple[tuple[str, str], str], WriteState | None] = {}
         """The nearest write per (entity, served value): one phantom value is often
         served by many reads."""
 
@@ -61,7 +61,7 @@ class Phantom(Checker):
     def _near(self, entity: EntityState, value: str, before: int) -> WriteState | None:
         """The write to ``entity`` invoked before index ``before`` whose value ``value``
         looks derived from: an exact alteration first, else the closest edit."""
-        key = (id(entity), value)
+        key = (entity.ident, value)
         if key in self._nearest:
             return self._nearest[key]
         candidates = [w for w in entity.writes() if w.index < before]

@@ -45,6 +45,7 @@ from invariants.history._model import (
     describe_error,
 )
 from invariants.history._reading import (
+    READ_CHUNK_BYTES,
     HistoryStream,
     collector_paused,
     find_history,
@@ -55,6 +56,7 @@ from invariants.history._validation import History
 from invariants.levels import Paraphrase
 
 __all__ = [
+    "READ_CHUNK_BYTES",
     "Entry",
     "EntryType",
     "History",

@@ -17,11 +17,15 @@ import pytest
 import zstandard
 
 from chaos.certify import replay
+from chaos.coverage import measure
 from chaos.explain import most_telling
-from chaos.nightly import NightlyOptions, nightly, render_index
-from chaos.report import INVARIANTS
+from chaos.nightly import TIMELINE_BINS, NightlyOptions, nightly, render_index, render_report
+from chaos.report import INVARIANTS, ScenarioSummary, build_report
+from invariants.backend import Ack, Delete, Record, Write
 from invariants.causes import FIX_PAGE, FIXES
+from invariants.checkers import check_history
 from invariants.errors import InvalidArgument
+from invariants.history import HistoryRecorder, Read, WriteMeta
 from invariants.verdict import render_explanation
 from tests.conftest import required_here, skip_or_fail
 
@@ -307,3 +311,46 @@ def test_the_report_renders_in_headless_chromium_without_console_errors(two_nigh
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
     index = chromium(binary, bad.folder / "index.html", "--dump-dom")
     assert [line for line in index.stderr.splitlines() if ":CONSOLE" in line] == []
+
+
+def test_the_timeline_codes_each_outcome_from_a_plain_or_compressed_history(tmp_path):
+    """Each operation fills its worker's bins from invocation to completion with its
+    outcome: w, r and d acknowledged, x refused (an Ack), e an error, u unknown."""
+    ticks = iter(range(0, 200, 10))
+    recorder = HistoryRecorder(clock=lambda: next(ticks))
+    meta = WriteMeta("f1", "city")
+    recorder.ok(recorder.invoke(0, Write("ns", "e", "city", "v1", 1, "op-1"), meta=meta),
+                Ack(True))
+    recorder.ok(recorder.invoke(0, Read("ns", "e")), [Record("e", "city", "v1", 1, 1)])
+    recorder.ok(recorder.invoke(0, Delete("ns", "e", 2, "op-2")), Ack(True))
+    recorder.fail(recorder.invoke(1, Write("ns", "f", "city", "v2", 1, "op-3"), meta=meta),
+                  Ack(False, reason="stale"))
+    recorder.fail(recorder.invoke(1, Read("ns", "f")), "ValueError: refused")
+    recorder.info(recorder.invoke(1, Write("ns", "f", "city", "v3", 2, "op-4"), meta=meta),
+                  "TimeoutError: no answer")
+    history = recorder.history()
+    report = build_report(
+        backend="timeline", seed=1, level="surface",
+        checks=check_history(history, level="surface"), coverage=measure(history),
+        scenarios=[ScenarioSummary("only", 6, 6, 0.0, False)], restore_supported=True,
+        history_entries=len(history), elapsed_s=0.0, command="memcert certify")
+
+    def band(*ops: tuple[int, int, str]) -> str:
+        codes = ["."] * TIMELINE_BINS
+        for since, at, code in ops:
+            last = min(TIMELINE_BINS - 1, at * TIMELINE_BINS // 110)  # the end is the last bin
+            for slot in range(since * TIMELINE_BINS // 110, last + 1):
+                codes[slot] = code
+        return "".join(codes)
+
+    rows = []
+    for name in ("history.jsonl", "history.jsonl.zst"):
+        history.write_jsonl(tmp_path / name)
+        page = render_report(report, suite="nightly", started=datetime.now(UTC),
+                             history=tmp_path / name, workers=2, samples={})
+        rows.append(page_data(page)["rows"])
+    assert rows[0] == rows[1] == [
+        {"worker": 0, "scenario": "only",
+         "codes": band((0, 10, "w"), (20, 30, "r"), (40, 50, "d"))},
+        {"worker": 1, "scenario": "only",
+         "codes": band((60, 70, "x"), (80, 90, "e"), (100, 110, "u"))}]
