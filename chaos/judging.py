@@ -12,7 +12,7 @@ file.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -61,17 +61,23 @@ class _Every:
 def judge_file(path: Path, *, level: Paraphrase,
                nemesis: Sequence[Mapping[str, Any]] = (),
                allow_incomplete: bool = False,
-               progress: Callable[[int], None] | None = None) -> Judged:
+               progress: Callable[[int], None] | None = None,
+               defects: Sequence[str] = ()) -> Judged:
     """Check the history at ``path`` (plain or compressed) and count what its report
     needs, streaming it once; ``nemesis`` are the events of every scenario's nemesis, for
     the network and crash conditions of coverage. ``progress`` is told the entries read
-    so far, every :data:`PROGRESS_EVERY`: judging a long run takes a while."""
+    so far, every :data:`PROGRESS_EVERY`: judging a long run takes a while. ``defects``
+    are what was lost on the way to this file (a worker's history cut short, before it
+    was merged into this one): every result notes them, as it notes the file's own."""
     coverage = Coverage(nemesis)
     taps: list[Callable[[Entry], None]] = [coverage.observe]
     if progress is not None:
         taps.append(_Every(progress).observe)
     checks = check_history(HistoryStream(path, allow_incomplete=allow_incomplete), level=level,
                            also=taps)
+    if defects:
+        checks = {name: replace(check, notes=(*check.notes, *defects))
+                  for name, check in checks.items()}
     return Judged(checks=checks, coverage=coverage.counts(), errors=coverage.errors(),
                   entries=coverage.entries, invocations=coverage.invocations,
                   restore_unsupported=coverage.restore_unsupported)

@@ -179,8 +179,8 @@ def run_load(options: LoadOptions, *, metrics: MetricsOptions | None = None) -> 
         command = _locust_args(options, host, backend, seed, run_id, out, metrics)
         log = None if options.echo else stack.enter_context(open(out / "locust.log", "wb"))
         code = _run_locust(options, command, _environment(options.token), log)
-    history = _merge(out, code)
-    report = _judge(history, options, backend, seed, time.monotonic() - started,
+    history, defects = _merge(out, code)
+    report = _judge(history, defects, options, backend, seed, time.monotonic() - started,
                     _command(options, seed, served_args))
     report.write(out)
     summary = _summary(out)
@@ -338,22 +338,23 @@ def _free_port(host: str) -> int:
 # -- the verdict -----------------------------------------------------------------------------
 
 
-def _merge(out: Path, code: int) -> Path:
-    """The workers' histories merged into ``history.jsonl``; its path."""
+def _merge(out: Path, code: int) -> tuple[Path, tuple[str, ...]]:
+    """The workers' histories merged into ``history.jsonl``: its path, and what was cut
+    off the workers' files (a worker killed while writing its last line)."""
     paths = sorted((out / "workers").glob("worker-*.jsonl"),
                    key=lambda p: int(p.stem.split("-")[1]))
     if not paths:
         raise LoadFailed(f"Locust exited with code {code} before any worker recorded an "
                          "operation; see its output above")
-    merge_into(paths, out / "history.jsonl")
-    return out / "history.jsonl"
+    merged = merge_into(paths, out / "history.jsonl")
+    return out / "history.jsonl", merged.defects
 
 
-def _judge(history: Path, options: LoadOptions, backend: str, seed: int,
-           elapsed_s: float, command: str) -> Report:
+def _judge(history: Path, defects: tuple[str, ...], options: LoadOptions, backend: str,
+           seed: int, elapsed_s: float, command: str) -> Report:
     """The verdict on the merged history, streamed once (a worker killed mid-operation
     leaves it incomplete: its open operations count as unknown outcomes)."""
-    judged = judge_file(history, level=options.level, allow_incomplete=True)
+    judged = judge_file(history, level=options.level, allow_incomplete=True, defects=defects)
     summary = ScenarioSummary(SUITE, judged.invocations, judged.entries - judged.invocations,
                               elapsed_s, False)
     return build_report(

@@ -31,7 +31,8 @@ from invariants.levels import Paraphrase
 from invariants.verdict import CheckResult, Validity
 
 from ._base import Checker
-from ._trace import IDLE_ENTRIES, ReadView, Trace
+from ._trace import IDLE_ENTRIES, Trace
+from ._view import ReadView
 from .causal_monotonicity import CausalMonotonicity
 from .deletion_monotonicity import DeletionMonotonicity
 from .durability import Durability

@@ -20,7 +20,8 @@ from invariants.verdict import (
     cited,
 )
 
-from ._trace import ReadView, Trace
+from ._trace import Trace
+from ._view import ReadView
 
 __all__ = ["PER_CAUSE", "Checker"]
 

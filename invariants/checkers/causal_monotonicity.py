@@ -6,7 +6,9 @@ from __future__ import annotations
 from invariants.verdict import Key, MisorderExplanation, ServedRecord, StaleExplanation, Violation
 
 from ._base import Checker
-from ._trace import ReadView, Trace, Traced, WriteState
+from ._state import WriteState
+from ._trace import Trace
+from ._view import ReadView, Traced
 
 __all__ = ["CausalMonotonicity"]
 

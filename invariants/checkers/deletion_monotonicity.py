@@ -8,7 +8,9 @@ from typing import Literal
 from invariants.verdict import Key, ResurrectionExplanation, Violation
 
 from ._base import Checker
-from ._trace import OK, OpState, ReadView, Trace, Traced, WriteState
+from ._state import OK, OpState, WriteState
+from ._trace import Trace
+from ._view import ReadView, Traced
 
 __all__ = ["DeletionMonotonicity"]
 

@@ -9,7 +9,8 @@ from invariants.causes import classify
 from invariants.verdict import Key, LostExplanation, ReadRef, Violation, WriteRef
 
 from ._base import Checker
-from ._trace import ReadView, Trace
+from ._trace import Trace
+from ._view import ReadView
 
 __all__ = ["Durability"]
 

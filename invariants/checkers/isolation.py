@@ -6,7 +6,8 @@ from __future__ import annotations
 from invariants.verdict import Key, LeakExplanation, Violation
 
 from ._base import Checker
-from ._trace import LEAK, ReadView, Trace
+from ._trace import Trace
+from ._view import LEAK, ReadView
 
 __all__ = ["Isolation"]
 

@@ -7,7 +7,9 @@ from invariants.causes import EDIT_SIMILARITY, alteration, similarity
 from invariants.verdict import Key, PhantomExplanation, Violation
 
 from ._base import Checker
-from ._trace import PHANTOM, EntityState, ReadView, Trace, WriteState
+from ._state import EntityState, WriteState
+from ._trace import Trace
+from ._view import PHANTOM, ReadView
 
 __all__ = ["Phantom"]
 

@@ -8,7 +8,8 @@ from invariants.levels import PARAPHRASE_LEVELS, Paraphrase
 from invariants.verdict import DuplicateExplanation, Key, Violation
 
 from ._base import Checker
-from ._trace import ReadView, Trace, Traced
+from ._trace import Trace
+from ._view import ReadView, Traced
 
 __all__ = ["SemanticNormalization"]
 

@@ -8,7 +8,8 @@ from invariants.causes import classify
 from invariants.verdict import ConflictExplanation, Key, ReadRef, Violation
 
 from ._base import Checker
-from ._trace import ReadView, Trace, Traced
+from ._trace import Trace
+from ._view import ReadView, Traced
 
 __all__ = ["Uniqueness"]
 

@@ -67,3 +67,17 @@ def test_a_long_judgement_reports_its_progress(tmp_path: Path) -> None:
     told: list[tuple[int, int]] = []
     replay(out, progress=lambda done, total: told.append((done, total)))
     assert told == [(n, judged.entries) for n in seen]
+
+
+def test_what_was_lost_before_the_file_goes_into_every_result(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    certify("reference_store:factory",
+            CertifyOptions(budget_s=3.0, seed=7, out=out, stateful_share=0.0))
+    path = find_history(out)
+    assert path is not None
+    lost = "workers/worker-2.jsonl: the last line is cut short"
+    judged = judge_file(path, level="lexical", defects=[lost])
+    plain = judge_file(path, level="lexical")
+    for name, check in judged.checks.items():
+        assert check.notes == (*plain.checks[name].notes, lost)
+        assert check.validity == plain.checks[name].validity
