@@ -23,8 +23,8 @@ import statistics
 import time
 from collections.abc import Callable, Iterable, Sequence
 
+from invariants.normalize.semantic import cosine
 from reference_store.normalize import Normalizer
-from reference_store.normalize.semantic import cosine
 
 from .paraphrase_pairs import HANDWRITTEN, Kind, Pair, generated
 

@@ -36,9 +36,9 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Select, bindparam, select, update
 
 from invariants.errors import InvalidArgument
+from invariants.normalize.semantic import cosine
+from invariants.normalize.surface import CJK, fold
 
-from .normalize.semantic import cosine
-from .normalize.surface import CJK, fold
 from .schema import ACTIVE, memories
 from .validation import check_memory_type, check_namespace, check_text
 

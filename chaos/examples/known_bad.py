@@ -17,9 +17,9 @@ from dataclasses import replace
 from typing import ClassVar
 
 from invariants.backend import Ack, Record, Restore, Write
+from invariants.normalize.phrases import compile_phrases, spaced
+from invariants.normalize.surface import fold
 from reference_store.normalize import Lexicon
-from reference_store.normalize.phrases import compile_phrases, spaced
-from reference_store.normalize.surface import fold
 
 from .memory import InMemoryBackend, Row, StoredEntity
 

@@ -1,20 +1,21 @@
-"""Canonical keys for memory attributes and values, so variants of one fact collide.
+"""The normalizer, under the name the reference store's users know it by.
 
-Three levels, each including the one before:
-
-* ``surface``: case, width, Unicode form, whitespace, punctuation and separators;
-* ``lexical`` (the default): synonyms, reworded templates and slot names from a
-  lexicon that users can extend, in Chinese and English;
-* ``semantic``: free paraphrase, judged by an embedder the caller supplies.
-
-Negation is never folded away at any level. The package imports no database code.
+The text folding itself lives in :mod:`invariants.normalize`, at the bottom layer, so
+that code below the reference store (the production guard, the audit) canonicalises
+exactly as the store does. What stays here is the model memcert ships for the
+semantic level, :mod:`reference_store.normalize.minilm`, which needs torch.
 """
 
 from __future__ import annotations
 
-from .lexical import DEFAULT_LEXICON_PATH, Lexicon, load_lexicon
-from .normalizer import Level, Normalizer
-from .semantic import Embedder
+from invariants.normalize import (
+    DEFAULT_LEXICON_PATH,
+    Embedder,
+    Level,
+    Lexicon,
+    Normalizer,
+    load_lexicon,
+)
 
 __all__ = [
     "DEFAULT_LEXICON_PATH",

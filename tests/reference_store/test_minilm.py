@@ -20,9 +20,9 @@ import pytest
 
 import invariants
 from invariants.backend import Ack, Record, Write
+from invariants.normalize.semantic import similarity
 from reference_store import DB_URL_ENV, semantic_factory
 from reference_store.normalize import Normalizer
-from reference_store.normalize.semantic import similarity
 
 from ..conftest import skip_or_fail
 

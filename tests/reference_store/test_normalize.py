@@ -13,8 +13,8 @@ import pytest
 
 import reference_store.normalize as normalize
 from invariants.errors import InvalidArgument
+from invariants.normalize.semantic import similarity
 from reference_store.normalize import Normalizer
-from reference_store.normalize.semantic import similarity
 
 LEXICAL = Normalizer()
 SURFACE = Normalizer("surface")
