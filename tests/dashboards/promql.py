@@ -17,6 +17,11 @@ DASHBOARD = REPO / "dashboards" / "memcert.json"
 RULES = REPO / "dashboards" / "prometheus" / "memcert.rules.yml"
 RULE_TESTS = REPO / "dashboards" / "prometheus" / "memcert.rules.test.yml"
 
+CHAOS = '{source!="guard"}'
+GUARD = '{source="guard"}'
+"""The selectors that keep chaos runs' series and the production guard's apart: the
+guard's carry source="guard", chaos runs' no source label at all."""
+
 _KEYWORDS = {"by", "without", "on", "ignoring", "group_left", "group_right", "bool", "and",
              "or", "unless", "offset", "inf", "nan", "atan2"}
 _GROUPING = re.compile(r"\b(by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)")
