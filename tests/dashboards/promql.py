@@ -45,12 +45,18 @@ def panel_targets() -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
             yield panel, target
 
 
-def substitute(expr: str, *, backend: str = ".*", scenario: str = ".*",
-               interval: str = "1m") -> str:
+def annotations() -> list[dict[str, Any]]:
+    """The dashboard's Prometheus annotations (Grafana's built-in one left out)."""
+    return [a for a in dashboard()["annotations"]["list"] if not a.get("builtIn")]
+
+
+def substitute(expr: str, *, backend: str = ".*", scenario: str = ".*", cause: str = ".*",
+               interval: str = "1m", range_: str = "1h") -> str:
     """The expression Grafana would send, for given variable values."""
-    return (expr.replace("$__rate_interval", interval)
+    return (expr.replace("$__rate_interval", interval).replace("$__range", range_)
             .replace("${backend}", backend).replace("$backend", backend)
-            .replace("${scenario}", scenario).replace("$scenario", scenario))
+            .replace("${scenario}", scenario).replace("$scenario", scenario)
+            .replace("${cause}", cause).replace("$cause", cause))
 
 
 def metric_names(expr: str) -> set[str]:
