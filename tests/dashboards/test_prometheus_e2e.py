@@ -97,11 +97,22 @@ def problems(prometheus: str, module: str) -> list[str]:
     ours = f"{module}:.*"
     backend = {name: f"{module}:{name}" for name in (*BACKENDS, "nightly")}
     guarded = f"{module}:guarded"
+    last_shown: dict[str, float] = {}
     for panel, target in panel_targets():
         expr = substitute(target["expr"], backend=ours)
         values = by_label(query(prometheus, expr))
         if not values:
             found.append(f"panel {panel['title']!r} returned no data for {expr}")
+        shown = set(values) - {""}
+        if GUARD[1:-1] in expr and not shown <= {guarded}:
+            found.append(f"guard panel {panel['title']!r} shows chaos runs {sorted(shown)}")
+        if GUARD[1:-1] not in expr and guarded in shown:
+            found.append(f"panel {panel['title']!r} shows the guard's series")
+        if panel["title"] == "Last result":
+            result = query(prometheus, expr)
+            if len(result) != len(values):
+                found.append(f"Last result shows a backend twice: {result}")
+            last_shown = values
     for annotation in annotations():
         pushed = {(s["metric"]["backend"], s["metric"]["suite"]) for s in query(
             prometheus, substitute(annotation["expr"], backend=ours))}
@@ -117,6 +128,8 @@ def problems(prometheus: str, module: str) -> list[str]:
             "revives": 0, "duplicates": 0, "clean": 1, "nightly": 0,
             "reference": unknown_or_certified}:
         found.append(f"pushed three-state results are {verdicts}")
+    if last_shown != verdicts:
+        found.append(f"the Last result panel shows {last_shown}, not {verdicts}")
     for rule, expr in recording_rules().items():
         values = by_label(query(prometheus, f'{rule}{{backend=~"{ours}"}}'))
         expected = {guarded} if GUARD in expr or ":memcert_guard_" in rule else set(
