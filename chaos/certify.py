@@ -319,7 +319,7 @@ class Recording:
         report.write(self.out)
         if self.exporter is not None:
             self.exporter.finish(success=report.verdict == "certified",
-                                 duration_s=report.elapsed_s)
+                                 duration_s=report.elapsed_s, verdict=report.verdict)
         return report
 
     def __enter__(self) -> Recording:

@@ -406,7 +406,8 @@ def _final_metrics(metrics: MetricsOptions, history: Path, report: Report, backe
     if summary.get("requests"):
         requests.merge(summary["requests"])
     registry.register(requests)
-    exporter.finish(success=report.verdict == "certified", duration_s=report.elapsed_s)
+    exporter.finish(success=report.verdict == "certified", duration_s=report.elapsed_s,
+                    verdict=report.verdict)
 
 
 def _command(options: LoadOptions, seed: int, served_args: Sequence[str]) -> str:

@@ -59,13 +59,14 @@ from invariants.causes import CAUSES
 from invariants.errors import InvalidArgument
 from invariants.history import Entry
 
-from .report import INVARIANTS
+from .report import INVARIANTS, Overall
 
 __all__ = [
     "BUCKETS_S",
     "CHECKS",
     "FAILED_CHECKS",
     "METRICS",
+    "VERDICT_VALUES",
     "VIOLATIONS_BY_CAUSE",
     "VIOLATION_METRICS",
     "Exporter",
@@ -190,6 +191,10 @@ LAST_SUCCESS = MetricDef(
 LAST_RESULT = MetricDef(
     metric_name("last_run_success"), "gauge", ("backend", "suite"),
     "1 if the last run was certified, 0 if it failed or could not decide.")
+LAST_VERDICT = MetricDef(
+    metric_name("last_run_result"), "gauge", ("backend", "suite"),
+    "The last run's verdict in three states: 1 certified, 0 failed (a violation), -1 "
+    "unknown (an invariant could not be decided).")
 RUN_DURATION = MetricDef(
     metric_name("run_duration", "seconds"), "gauge", ("backend", "suite"),
     "How long the last run took, checking included.")
@@ -232,7 +237,7 @@ CAUSES_OF: Mapping[str, tuple[str, ...]] = {
 METRICS: tuple[MetricDef, ...] = (
     OPERATIONS, READS, DURATION, *VIOLATION_METRICS.values(), CHECKS, FAILED_CHECKS,
     VIOLATIONS_BY_CAUSE, RUN_INFO,
-    LAST_RUN, LAST_SUCCESS, LAST_RESULT, RUN_DURATION,
+    LAST_RUN, LAST_SUCCESS, LAST_RESULT, LAST_VERDICT, RUN_DURATION,
     LOAD_REQUESTS, LOAD_DURATION, LOAD_USERS, LOAD_WORKERS,
 )
 
@@ -241,6 +246,9 @@ BUCKETS_S: tuple[float, ...] = (
     0.5, 1.0, 2.5, 5.0, 10.0,
 )
 """Latency bucket bounds: in-process backends answer in tens of microseconds."""
+VERDICT_VALUES: Mapping[str, float] = {"certified": 1.0, "failed": 0.0, "unknown": -1.0}
+"""``memcert_last_run_result``'s value for each verdict: three states a stat panel can
+colour apart, where ``memcert_last_run_success`` shows 0 for both failed and unknown."""
 _BOUNDS_NS: tuple[int, ...] = tuple(round(b * 1e9) for b in BUCKETS_S)
 
 
@@ -304,7 +312,7 @@ class RunMetrics(Collector):
         self._durations: dict[tuple[str, str], _Histogram] = {}
         self._base: dict[str, int] = {}
         self._closed: dict[str, dict[str, int]] = {}
-        self._finished: tuple[float, bool, float] | None = None
+        self._finished: tuple[float, bool, float, Overall] | None = None
 
     def begin_scenario(self, name: str) -> None:
         """Violations found from now on belong to ``name``, until the next one begins."""
@@ -334,15 +342,24 @@ class RunMetrics(Collector):
             histogram.counts[bisect_left(_BOUNDS_NS, elapsed)] += 1
             histogram.sum_ns += elapsed
 
-    def finish(self, *, success: bool, duration_s: float, ended_at: float | None = None) -> None:
-        """The run is over: set the batch gauges, and freeze the violation counts."""
+    def finish(self, *, success: bool, duration_s: float, ended_at: float | None = None,
+               verdict: Overall | None = None) -> None:
+        """The run is over: set the batch gauges, and freeze the violation counts.
+
+        ``verdict`` tells failed from unknown when ``success`` is False; without it a run
+        that did not succeed counts as failed, the worse of the two.
+        """
+        if verdict is None:
+            verdict = "certified" if success else "failed"
+        elif (verdict == "certified") != success:
+            raise InvalidArgument(f"verdict={verdict!r} contradicts success={success!r}")
         counts = self._counts()
         with self._lock:
             self._close_scenario(counts)
             self._base = counts
             self._scenario = ""
             self._finished = (time.time() if ended_at is None else ended_at, success,
-                              duration_s)
+                              duration_s, verdict)
 
     def _counts(self) -> dict[str, int]:
         """The online checkers' counts now: violations by checker name, each
@@ -430,10 +447,11 @@ class RunMetrics(Collector):
         info.add_metric([], self._info)
         yield info
         if finished is not None:
-            ended_at, success, duration_s = finished
+            ended_at, success, duration_s, verdict = finished
             labels = [backend, self._suite]
             yield _gauge(LAST_RUN, labels, ended_at)
             yield _gauge(LAST_RESULT, labels, 1.0 if success else 0.0)
+            yield _gauge(LAST_VERDICT, labels, VERDICT_VALUES[verdict])
             yield _gauge(RUN_DURATION, labels, duration_s)
             if success:
                 yield _gauge(LAST_SUCCESS, labels, ended_at)
@@ -619,9 +637,10 @@ class Exporter:
     def begin_scenario(self, name: str) -> None:
         self.metrics.begin_scenario(name)
 
-    def finish(self, *, success: bool, duration_s: float) -> bool:
+    def finish(self, *, success: bool, duration_s: float,
+               verdict: Overall | None = None) -> bool:
         """Set the batch gauges and push if asked; False if the push failed."""
-        self.metrics.finish(success=success, duration_s=duration_s)
+        self.metrics.finish(success=success, duration_s=duration_s, verdict=verdict)
         if self.options.pushgateway is None:
             return True
         try:

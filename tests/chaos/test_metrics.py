@@ -70,7 +70,8 @@ def test_the_catalogue_names_what_the_dashboards_rely_on():
         "memcert_resurrections_total", "memcert_duplicates_total", "memcert_reorders_total",
         "memcert_lost_writes_total", "memcert_isolation_leaks_total",
         "memcert_operation_duration_seconds_bucket", "memcert_last_run_timestamp_seconds",
-        "memcert_last_run_success", "memcert_run_duration_seconds", "memcert_run_info",
+        "memcert_last_run_success", "memcert_last_run_result", "memcert_run_duration_seconds",
+        "memcert_run_info",
         "memcert_checks_total", "memcert_failed_checks_total", "memcert_violations_total",
     }
     assert set(VIOLATION_METRICS) == set(CHECKER_NAMES)
@@ -232,6 +233,25 @@ def test_batch_gauges_appear_when_the_run_ends_and_success_sets_the_last_success
     assert value(registry, "memcert_resurrections_total", backend=BACKEND, scenario="beta") == 1
     metrics.finish(success=True, duration_s=3.0, ended_at=1_800_000_100.0)
     assert value(registry, "memcert_last_success_timestamp_seconds", **labels) == 1_800_000_100.0
+
+
+@pytest.mark.parametrize(("verdict", "success", "result"), [
+    ("certified", True, 1), ("failed", False, 0), ("unknown", False, -1), (None, False, 0)])
+def test_the_last_result_tells_certified_failed_and_unknown_apart(verdict, success, result):
+    """memcert_last_run_success keeps meaning 1 or 0; memcert_last_run_result has three
+    states, and a run that did not succeed with no verdict given counts as failed."""
+    registry = CollectorRegistry()
+    metrics = observed_run(registry)
+    metrics.finish(success=success, duration_s=1.0, ended_at=1_800_000_000.0, verdict=verdict)
+    labels = {"backend": BACKEND, "suite": "unit"}
+    assert value(registry, "memcert_last_run_result", **labels) == result
+    assert value(registry, "memcert_last_run_success", **labels) == (1 if success else 0)
+
+
+def test_a_verdict_that_contradicts_success_is_refused():
+    metrics = observed_run(CollectorRegistry())
+    with pytest.raises(InvalidArgument, match="verdict='unknown' contradicts success=True"):
+        metrics.finish(success=True, duration_s=1.0, verdict="unknown")
 
 
 def scrape(port: int) -> dict[str, float]:

@@ -38,6 +38,27 @@ def promtool() -> str:
     return str(found)
 
 
+def _binary(variable: str, name: str) -> str:
+    """A server binary the throwaway set-up installs: a missing one fails, never skips,
+    since the Alertmanager test is the only proof that an alert reaches anyone."""
+    found = os.environ.get(variable) or shutil.which(name)
+    if not found:
+        pytest.fail(f"{name} is not installed: run `make test`, whose "
+                    "scripts/throwaway-prometheus installs it with apt-get (as root), or "
+                    f"`apt-get install prometheus prometheus-pushgateway "
+                    f"prometheus-alertmanager`, or set {variable}")
+    return str(found)
+
+
+@pytest.fixture(scope="session")
+def alerting_binaries() -> dict[str, str]:
+    """Prometheus, the Pushgateway, Alertmanager and amtool, for servers a test runs."""
+    return {"prometheus": _binary("MEMCERT_PROMETHEUS_BIN", "prometheus"),
+            "pushgateway": _binary("MEMCERT_PUSHGATEWAY_BIN", "prometheus-pushgateway"),
+            "alertmanager": _binary("MEMCERT_ALERTMANAGER", "prometheus-alertmanager"),
+            "amtool": _binary("MEMCERT_AMTOOL", "amtool")}
+
+
 @pytest.fixture(scope="session")
 def prometheus_url() -> str:
     return _env("MEMCERT_PROMETHEUS_URL")

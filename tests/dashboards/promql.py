@@ -17,6 +17,11 @@ DASHBOARD = REPO / "dashboards" / "memcert.json"
 RULES = REPO / "dashboards" / "prometheus" / "memcert.rules.yml"
 RULE_TESTS = REPO / "dashboards" / "prometheus" / "memcert.rules.test.yml"
 
+CHAOS = '{source!="guard"}'
+GUARD = '{source="guard"}'
+"""The selectors that keep chaos runs' series and the production guard's apart: the
+guard's carry source="guard", chaos runs' no source label at all."""
+
 _KEYWORDS = {"by", "without", "on", "ignoring", "group_left", "group_right", "bool", "and",
              "or", "unless", "offset", "inf", "nan", "atan2"}
 _GROUPING = re.compile(r"\b(by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)")
@@ -40,12 +45,18 @@ def panel_targets() -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
             yield panel, target
 
 
-def substitute(expr: str, *, backend: str = ".*", scenario: str = ".*",
-               interval: str = "1m") -> str:
+def annotations() -> list[dict[str, Any]]:
+    """The dashboard's Prometheus annotations (Grafana's built-in one left out)."""
+    return [a for a in dashboard()["annotations"]["list"] if not a.get("builtIn")]
+
+
+def substitute(expr: str, *, backend: str = ".*", scenario: str = ".*", cause: str = ".*",
+               interval: str = "1m", range_: str = "1h") -> str:
     """The expression Grafana would send, for given variable values."""
-    return (expr.replace("$__rate_interval", interval)
+    return (expr.replace("$__rate_interval", interval).replace("$__range", range_)
             .replace("${backend}", backend).replace("$backend", backend)
-            .replace("${scenario}", scenario).replace("$scenario", scenario))
+            .replace("${scenario}", scenario).replace("$scenario", scenario)
+            .replace("${cause}", cause).replace("$cause", cause))
 
 
 def metric_names(expr: str) -> set[str]:

@@ -43,3 +43,21 @@ def test_invariants_md_lists_every_cause_in_order_linking_its_fix():
     assert [(checker, cause) for checker, cause, _ in rows] == [
         (checker, cause) for checker, causes in CAUSES.items() for cause in causes]
     assert all(cause == anchor for _, cause, anchor in rows)
+
+
+def test_the_scheduling_recipes_keep_the_nights_and_push_the_metrics():
+    """A systemd timer, cron and a GitHub Actions schedule, each complete: where the
+    nights are kept, and where the metrics go."""
+    text = (DOCS / "nightly.md").read_text()
+    section = text[text.index("\n## Scheduling\n"):]
+    section = section[:section.index("\n## ", 1)] if "\n## " in section[1:] else section
+    service, timer = re.findall(r"```ini\n(.*?)```", section, re.S)[:2]
+    assert "ExecStart=" in service and "--out /var/lib/memcert/nightly" in service
+    assert "MEMCERT_PUSHGATEWAY=" in service and "SuccessExitStatus=1 3" in service
+    assert "OnCalendar=" in timer and "Persistent=true" in timer
+    [workflow] = [block for block in re.findall(r"```yaml\n(.*?)```", section, re.S)
+                  if "on:\n  schedule:" in block]
+    for step in ("actions/cache/restore@", "actions/cache/save@", "actions/upload-artifact@",
+                 "MEMCERT_PUSHGATEWAY:", "--out nightly"):
+        assert step in workflow, step
+    assert "--pushgateway" in section.split("```cron")[1].split("```")[0]

@@ -14,7 +14,16 @@ from chaos.metrics import (
     sample_names,
 )
 
-from .promql import RULE_TESTS, RULES, alert_expr, alerts, metric_names, recording_rules
+from .promql import (
+    CHAOS,
+    GUARD,
+    RULE_TESTS,
+    RULES,
+    alert_expr,
+    alerts,
+    metric_names,
+    recording_rules,
+)
 
 
 def run(*argv: str) -> subprocess.CompletedProcess[str]:
@@ -86,9 +95,10 @@ def test_each_invariants_rate_is_its_failed_checks_per_check():
     rules = recording_rules()
     checks, failed = "backend_invariant:memcert_checks:rate5m", (
         "backend_invariant:memcert_failed_checks:rate5m")
-    assert rules[checks] == f"sum by (backend, invariant) (rate({CHECKS.name}_total[5m]))"
+    assert rules[checks] == (
+        f"sum by (backend, invariant) (rate({CHECKS.name}_total{CHAOS}[5m]))")
     assert rules[failed] == (
-        f"sum by (backend, invariant) (rate({FAILED_CHECKS.name}_total[5m]))")
+        f"sum by (backend, invariant) (rate({FAILED_CHECKS.name}_total{CHAOS}[5m]))")
     assert rules["backend_invariant:memcert_failed_checks_per_checks:ratio_rate5m"] == (
         f"{failed} / {checks}")
     assert not [name for name in rules if "per_reads" in name]
@@ -100,7 +110,7 @@ def test_each_violation_kind_has_a_rate_rule_and_an_alert_on_it():
     for metric in VIOLATION_METRICS.values():
         base = metric.name
         rule = f"backend:{base}:rate5m"
-        assert rules[rule] == f"sum by (backend) (rate({base}_total[5m]))"
+        assert rules[rule] == f"sum by (backend) (rate({base}_total{CHAOS}[5m]))"
         assert f"{rule} > 0" in alert_exprs
 
 
@@ -119,5 +129,29 @@ def test_rules_select_only_exported_metrics_and_other_rules():
 def test_violations_by_cause_keep_the_cause_label_and_have_a_unit_test():
     rule = "backend_invariant_cause:memcert_violations:rate5m"
     assert recording_rules()[rule] == (
-        f"sum by (backend, invariant, cause) (rate({VIOLATIONS_BY_CAUSE.name}_total[5m]))")
+        f"sum by (backend, invariant, cause) (rate({VIOLATIONS_BY_CAUSE.name}_total{CHAOS}[5m]))")
     assert f"- expr: {rule}\n" in RULE_TESTS.read_text()
+
+
+def test_chaos_rules_leave_out_the_guard_and_guard_rules_take_only_the_guard():
+    """A production violation must not read as a chaos finding, nor the reverse: every
+    rule over memcert's violation and check counters picks one source."""
+    counters = {f"{m.name}_total" for m in (*VIOLATION_METRICS.values(), CHECKS,
+                                              FAILED_CHECKS, VIOLATIONS_BY_CAUSE)}
+    picked = 0
+    for name, expr in recording_rules().items():
+        for counter in counters & metric_names(expr):
+            source = GUARD if ":memcert_guard_" in name else CHAOS
+            assert f"{counter}{source}[5m]" in expr, name
+            picked += 1
+    assert picked >= len(counters) + 3
+
+
+def test_the_cause_breakdown_has_rules_by_scenario_and_alerts_naming_the_fix():
+    rules = recording_rules()
+    for name, source in (("memcert_violations", CHAOS), ("memcert_guard_violations", GUARD)):
+        rule = f"backend_scenario_invariant_cause:{name}:rate5m"
+        assert rules[rule] == ("sum by (backend, scenario, invariant, cause) "
+                               f"(rate({VIOLATIONS_BY_CAUSE.name}_total{source}[5m]))")
+        [block] = [b for b in alerts().values() if f"expr: {rule} > 0\n" in b]
+        assert "docs/fix-your-backend.md#{{ $labels.cause }}" in block

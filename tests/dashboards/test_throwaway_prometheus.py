@@ -4,6 +4,7 @@ and fixtures that fail rather than skip where the servers are required."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import socket
 import subprocess
@@ -22,7 +23,8 @@ CONFTEST = Path(__file__).with_name("conftest.py")
 # Run by `throwaway-prometheus run`: proves both servers answer, and reports where.
 REPORTING_CHILD = """
 import json, os, sys, time, urllib.request
-env = {k: v for k, v in os.environ.items() if k.startswith(("MEMCERT_PROM", "MEMCERT_PUSH"))}
+env = {k: v for k, v in os.environ.items()
+       if k.startswith(("MEMCERT_PROM", "MEMCERT_PUSH", "MEMCERT_ALERT", "MEMCERT_AMTOOL"))}
 for name in ("MEMCERT_PROMETHEUS_URL", "MEMCERT_PUSHGATEWAY_URL"):
     with urllib.request.urlopen(env[name] + "/-/ready", timeout=5) as response:
         env[name + "_READY"] = response.status
@@ -63,6 +65,9 @@ def test_run_serves_both_on_loopback_then_removes_them_and_passes_the_status(tmp
     assert env["MEMCERT_PROMETHEUS_URL"].startswith("http://127.0.0.1:")
     assert env["MEMCERT_PUSHGATEWAY_URL"].startswith("http://127.0.0.1:")
     assert Path(env["MEMCERT_PROMETHEUS_SD_DIR"]).parent == Path(env["MEMCERT_PROMETHEUS_DIR"])
+    for name in ("MEMCERT_PROMETHEUS_BIN", "MEMCERT_PUSHGATEWAY_BIN", "MEMCERT_ALERTMANAGER",
+                 "MEMCERT_AMTOOL"):
+        assert os.access(env[name], os.X_OK), f"{name}={env[name]} is not a program"
     assert_gone(env)
 
 
