@@ -41,6 +41,7 @@ READER = -1
 """The worker number of the guard's own verification reads in the history."""
 
 _STOP = object()
+_RESET = object()
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +95,7 @@ class Guard:
         sample: float = 0.01,
         level: Level = "lexical",
         registry: Any = None,
+        assertion: bool | None = None,
         backend_name: str = "backend",
         scenario: str = "production",
         on_violation: Callable[[Finding], object] | None = None,
@@ -107,8 +109,13 @@ class Guard:
     ) -> None:
         _check(reader, sample, backend_name, scenario, on_violation, queue_size,
                deleted_entities, recheck_s, max_entities, exclusive)
+        if assertion is not None and not isinstance(assertion, bool):
+            raise InvalidArgument(
+                f"assertion={assertion!r} (type {type(assertion).__name__}) is not a bool; "
+                "pass True to raise on a violation, False to only report, or None for "
+                "sample == 1.0")
         self.sample = float(sample)
-        self.assertion = self.sample >= 1.0
+        self.assertion = self.sample >= 1.0 if assertion is None else assertion
         self._threshold = int(self.sample * 2**32)
         self._reader = reader
         normalizer = normalizer if normalizer is not None else Normalizer(level)
@@ -251,6 +258,12 @@ class Guard:
         token = self._verify(backend, worker, op.namespace, op.entity_id, "ack")
         self.settle(token, ack)
 
+    def note_reset(self) -> None:
+        """The store was emptied: judge what follows from a fresh history."""
+        self._queue.put(_RESET)
+        if self.assertion:
+            self._drain()
+
     def settle(self, token: object, result: Ack | list[Record]) -> None:
         """Assertion mode: check everything queued now, and raise what the read filed
         under ``token`` found."""
@@ -285,7 +298,8 @@ class Guard:
             self._queue.put(Step(worker, time.time_ns(), "fail", "read", read,
                                  describe_error(error)))
             return None
-        token = object() if self.assertion else None
+        # Only a caller waits for its read's findings; the worker's go to every caller.
+        token = object() if self.assertion and worker != READER else None
         self._queue.put(Step(worker, time.time_ns(), "ok", "read", read, tuple(records),
                              token))
         return token
@@ -337,6 +351,12 @@ class Guard:
                 self._drop("closed")
                 return
             self._verify(self._reader, READER, item.namespace, item.entity_id, item.trigger)
+        elif item is _RESET:
+            self._judge.reset()
+            with self._stats_lock:
+                self._deleted.clear()
+                self._incomplete.clear()
+                self._tracked.clear()
         elif isinstance(item, _Barrier):
             if item.second:
                 item.done.set()
@@ -452,6 +472,7 @@ class GuardedBackend:
 
     def reset(self) -> None:
         self.backend.reset()
+        self.guard.note_reset()
 
     def close(self) -> None:
         """Close the backend handle, and the guard too when :func:`guard` made it."""
