@@ -8,6 +8,12 @@ a chaos run takes from the generator's ground truth, a write's slot and fact, co
 here from memcert's normalizer at the guard's level (``attribute_key`` and
 ``value_key``), since production writes carry none.
 
+The checkers trace a record to the writes that carried its exact text, which a
+generator makes unique; production values are not (``"yes"`` is the value of many
+attributes). So the judge keys every value by its slot, the attribute's canonical form,
+in the writes and in the records it is shown, and takes the key off again in what it
+reports: a record then traces only to writes of its own slot.
+
 The phantom checker is left out: a record no guarded write produced is, in production,
 most often one written before the guard started or by a process it does not watch, so
 it proves nothing (docs/guard.md, "What the guard cannot see").
@@ -15,11 +21,14 @@ it proves nothing (docs/guard.md, "What the guard cannot see").
 
 from __future__ import annotations
 
+import dataclasses
+import re
 import threading
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any, TypeVar
 
-from invariants.backend import Write
+from invariants.backend import Record, Write
 from invariants.checkers import CheckerSuite
 from invariants.history import Entry, EntryType, OpName, Payload, Result, WriteMeta
 from invariants.levels import Paraphrase
@@ -28,6 +37,9 @@ from invariants.normalize.surface import fold
 from invariants.verdict import Violation, render_interpretation, render_view
 
 __all__ = ["GUARD_CHECKERS", "SHARED_CHECKERS", "Finding", "Judge", "Step"]
+
+_KEY = re.compile("\ue000[^\ue001]*\ue001")
+_T = TypeVar("_T")
 
 GUARD_CHECKERS: tuple[str, ...] = (
     "uniqueness", "causal_monotonicity", "deletion_monotonicity", "semantic_normalization",
@@ -173,8 +185,14 @@ class Judge:
     def _consume(self, step: Step) -> list[Finding]:
         meta = self.meta(step.op) if step.type == "invoke" and isinstance(
             step.op, Write) else None
-        entry = Entry(self._index, step.worker, step.time_ns, step.type, step.f, step.op,
-                      step.result, meta)
+        op, result = step.op, step.result
+        if isinstance(op, Write):
+            op = replace(op, value=self._keyed(op.attribute, op.value))
+        elif step.type == "ok" and step.f == "read" and isinstance(result, tuple):
+            result = tuple(replace(r, value=self._keyed(r.attribute, r.value))
+                           for r in result if isinstance(r, Record))
+        entry = Entry(self._index, step.worker, step.time_ns, step.type, step.f, op,
+                      result, meta)
         self._index += 1
         if step.type == "invoke":
             self._open[step.worker] = step
@@ -194,11 +212,27 @@ class Judge:
             self._filed.setdefault(step.token, []).extend(found)
         return found
 
+    def _keyed(self, attribute: str, value: str) -> str:
+        return f"\ue000{self._normalizer.attribute_key(attribute)}\ue001{value}"
+
     def _finding(self, name: str, count: int) -> Finding:
         result = self._suite.checkers[name].result()
-        violation = result.groups[0].last
+        violation = _unkeyed(result.groups[0].last)
         lines = render_view(violation)
         lines.append(f"memcert's reading (slots and facts by the guard's {self.level} "
                      f"normalizer): {render_interpretation(violation)}")
         return Finding(name, violation, count, self.level, "\n".join(lines))
 
+
+
+def _unkeyed(data: _T) -> _T:
+    """``data`` with every value's slot key taken off, whatever dataclass holds it."""
+    value: Any = data
+    if isinstance(value, str):
+        return _KEY.sub("", value)  # type: ignore[return-value]
+    if isinstance(value, tuple):
+        return tuple(_unkeyed(item) for item in value)  # type: ignore[return-value]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        changes = {f.name: _unkeyed(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        return replace(value, **changes)  # type: ignore[return-value]
+    return data
