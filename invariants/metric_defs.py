@@ -148,7 +148,7 @@ GUARD_DROPS = MetricDef(
     metric_name("guard_dropped_operations"), "counter", ("backend", "scenario", "reason"),
     "Sampled operations the guard did not check, by reason: queue_full (the queue was at "
     "its bound, so the caller was not made to wait), entity_limit (too many entities "
-    "tracked), incomplete (an earlier operation of its entity was dropped), closed.")
+    "tracked), incomplete (an earlier operation of its entity was dropped).")
 GUARD_QUEUE_DEPTH = MetricDef(
     metric_name("guard_queue_depth"), "gauge", ("backend", "scenario"),
     "Entries waiting in the guard's queue when scraped.")

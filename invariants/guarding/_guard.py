@@ -341,15 +341,12 @@ class Guard:
                 except Empty:
                     return
                 if item is not _STOP:
-                    self._handle(item, inline=True)
+                    self._handle(item)
 
-    def _handle(self, item: object, inline: bool = False) -> None:
+    def _handle(self, item: object) -> None:
         if isinstance(item, Step):
             self._consume(item)
         elif isinstance(item, _Verify):
-            if self._closed and not inline:
-                self._drop("closed")
-                return
             self._verify(self._reader, READER, item.namespace, item.entity_id, item.trigger)
         elif item is _RESET:
             self._judge.reset()
