@@ -8,12 +8,14 @@ import logging
 import threading
 import time
 import zlib
+from pathlib import Path
 
 import pytest
 from prometheus_client import CollectorRegistry
 
 from chaos.examples import SharedFactory, known_bad
 from chaos.examples.memory import InMemoryBackend
+from invariants import metric_defs
 from invariants.backend import Ack, Delete, Record, Restore, Write
 from invariants.errors import InvalidArgument
 from invariants.guarding import SHARED_CHECKERS, Guard, GuardedBackend, guard
@@ -233,3 +235,14 @@ def test_a_bad_option_is_named_and_nothing_starts(option: str, value: object,
 def test_a_reader_that_is_no_backend_is_refused() -> None:
     with pytest.raises(InvalidArgument, match="reader=42"):
         Guard(42)  # type: ignore[arg-type]
+
+
+def test_every_metric_the_guard_exports_is_documented() -> None:
+    text = (Path(__file__).resolve().parents[2] / "docs" / "guard.md").read_text(
+        encoding="utf-8")
+    guard_only = (metric_defs.GUARD_SAMPLED, metric_defs.GUARD_CHECKS,
+                  metric_defs.GUARD_DROPS, metric_defs.GUARD_QUEUE_DEPTH)
+    shared = (*metric_defs.VIOLATION_METRICS.values(), metric_defs.CHECKS,
+              metric_defs.FAILED_CHECKS, metric_defs.VIOLATIONS_BY_CAUSE)
+    assert [m.samples[0] for m in (*guard_only, *shared)
+            if f"`{m.samples[0]}`" not in text] == []
