@@ -87,6 +87,17 @@ class Guard:
     handle the application uses with :meth:`wrap`; all of them feed one history, so
     writes from one thread and reads from another are judged together. Use it as a
     context manager, or call :meth:`close`. :func:`guard` does all this for one handle.
+
+    ``sample`` is the fraction of entities checked; ``assertion`` (by default
+    ``sample == 1.0``) makes each change verified on the caller's thread and a
+    violation raise :class:`InvariantViolated`. ``level`` (or a ``normalizer``) says
+    which attribute names and values are one slot or one fact: the level the backend
+    claims. ``exclusive=False`` says writers the guard does not watch share the store,
+    and drops the durability check they would trip. ``registry`` is a
+    ``prometheus_client`` registry to export to, under ``backend_name`` and
+    ``scenario``. ``queue_size`` bounds the queue, ``deleted_entities`` the LRU of
+    deleted entities re-read every ``recheck_s``, ``max_entities`` the entities
+    tracked. docs/guard.md says what each costs.
     """
 
     def __init__(
