@@ -26,7 +26,7 @@ LABELS = {"backend": "orders", "scenario": "checkout", "source": "guard"}
 class SlowReads(InMemoryBackend):
     """A correct backend whose reads take ``read_s``: a store under load."""
 
-    read_s = 0.05
+    read_s = 0.2
 
     def read(self, namespace: str, entity_id: str) -> list[Record]:
         time.sleep(self.read_s)
