@@ -20,7 +20,7 @@ import time
 import zlib
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from queue import Empty, SimpleQueue
 from typing import Any
 
@@ -546,8 +546,6 @@ def _headline(finding: Finding) -> str:
 
 
 def _plain(ref: Any) -> dict[str, Any]:
-    from dataclasses import asdict
-
     return asdict(ref)
 
 
