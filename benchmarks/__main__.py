@@ -17,7 +17,16 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from . import certify_wall, checkers, embedder, history, runner_overhead, service, store_write
+from . import (
+    certify_wall,
+    checkers,
+    embedder,
+    guard,
+    history,
+    runner_overhead,
+    service,
+    store_write,
+)
 
 
 def _store() -> None:
@@ -33,10 +42,12 @@ BENCHMARKS: dict[str, Callable[[], object]] = {
     "embedder": embedder.run,
     "service": service.run,
     "history": history.run,
+    "guard": guard.run,
 }
 
 OPTIONS: dict[str, Callable[[Sequence[str]], object]] = {
     "history": history.main,
+    "guard": guard.main,
 }
 """The benchmarks that take options of their own, by name: each parses what follows it."""
 
@@ -45,7 +56,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
     parser.add_argument("names", nargs="*", metavar="NAME",
                         help=f"benchmarks to run, among {', '.join(BENCHMARKS)} (default: all); "
-                             "history alone takes --sizes N,N, --data DIR and --cap-gb GB")
+                             "history alone takes --sizes N,N, --data DIR and --cap-gb GB; "
+                             "guard alone takes --rounds N and --ops N")
     parser.add_argument("--no-header", action="store_true", help=argparse.SUPPRESS)
     return parser
 

@@ -58,18 +58,44 @@ from invariants.backend import Ack
 from invariants.causes import CAUSES
 from invariants.errors import InvalidArgument
 from invariants.history import Entry
+from invariants.metric_defs import (
+    CHECKS,
+    CONFLICTS,
+    DUPLICATES,
+    FAILED_CHECKS,
+    ISOLATION_LEAKS,
+    LOST_WRITES,
+    NAMESPACE,
+    PHANTOMS,
+    REORDERS,
+    RESURRECTIONS,
+    VIOLATION_METRICS,
+    VIOLATIONS_BY_CAUSE,
+    Kind,
+    MetricDef,
+    metric_name,
+)
 
 from .report import INVARIANTS, Overall
 
 __all__ = [
     "BUCKETS_S",
     "CHECKS",
+    "CONFLICTS",
+    "DUPLICATES",
     "FAILED_CHECKS",
+    "ISOLATION_LEAKS",
+    "LOST_WRITES",
     "METRICS",
+    "NAMESPACE",
+    "PHANTOMS",
+    "REORDERS",
+    "RESURRECTIONS",
     "VERDICT_VALUES",
     "VIOLATIONS_BY_CAUSE",
     "VIOLATION_METRICS",
     "Exporter",
+    "Kind",
     "LoadMetrics",
     "MetricDef",
     "MetricsOptions",
@@ -81,55 +107,13 @@ __all__ = [
     "serve",
 ]
 
-NAMESPACE = "memcert"
 JOB = "memcert"
 HOST = "127.0.0.1"
 PUSH_TIMEOUT_S = 10.0
 
-Kind = Literal["counter", "gauge", "histogram", "info"]
 Outcome = Literal["ok", "rejected", "error", "unknown"]
 
-_NAME = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
-_UNITS = ("", "seconds", "bytes", "ratio", "timestamp_seconds")
-
 log = logging.getLogger("memcert.metrics")
-
-
-def metric_name(name: str, unit: str = "", *, namespace: str = NAMESPACE) -> str:
-    """``namespace_name_unit``, checked the way Prometheus checks names.
-
-    The unit must be a base unit (seconds, not milliseconds), and a counter's
-    ``_total`` is not part of the name: the exposition adds it.
-    """
-    if unit not in _UNITS:
-        raise InvalidArgument(f"unit={unit!r} is not a base unit; use one of "
-                              f"{', '.join(repr(u) for u in _UNITS)}")
-    full = "_".join(part for part in (namespace, name, unit) if part)
-    if not _NAME.match(full) or full.endswith("_total"):
-        raise InvalidArgument(f"metric name {full!r} is not valid: use letters, digits and "
-                              "underscores, and leave _total to the exposition")
-    return full
-
-
-@dataclass(frozen=True)
-class MetricDef:
-    """One metric: its name as assembled, its type, its labels and its meaning."""
-
-    name: str
-    kind: Kind
-    labels: tuple[str, ...]
-    help: str
-
-    @property
-    def samples(self) -> tuple[str, ...]:
-        """The sample names Prometheus stores for it, which PromQL can select."""
-        if self.kind == "counter":
-            return (f"{self.name}_total",)
-        if self.kind == "histogram":
-            return tuple(f"{self.name}_{suffix}" for suffix in ("bucket", "sum", "count"))
-        if self.kind == "info":
-            return (f"{self.name}_info",)
-        return (self.name,)
 
 
 OPERATIONS = MetricDef(
@@ -144,41 +128,6 @@ READS = MetricDef(
 DURATION = MetricDef(
     metric_name("operation_duration", "seconds"), "histogram", ("backend", "scenario", "op"),
     "Time from an operation's invocation to its completion, as the history records it.")
-CONFLICTS = MetricDef(
-    metric_name("conflicts"), "counter", ("backend", "scenario"),
-    "Reads of a slot that served two or more facts for it (the uniqueness invariant).")
-REORDERS = MetricDef(
-    metric_name("reorders"), "counter", ("backend", "scenario"),
-    "Reads that served records out of causal order, or a stale fact (causal monotonicity).")
-RESURRECTIONS = MetricDef(
-    metric_name("resurrections"), "counter", ("backend", "scenario"),
-    "Reads that served records of a deleted entity (deletion monotonicity).")
-DUPLICATES = MetricDef(
-    metric_name("duplicates"), "counter", ("backend", "scenario"),
-    "Facts a read served twice for one slot, one per read, slot and fact, so it can "
-    "exceed the reads (semantic normalization).")
-LOST_WRITES = MetricDef(
-    metric_name("lost_writes"), "counter", ("backend", "scenario"),
-    "Acknowledged writes that a later read no longer served (durability).")
-ISOLATION_LEAKS = MetricDef(
-    metric_name("isolation_leaks"), "counter", ("backend", "scenario"),
-    "Records served whose value was written only in another namespace (isolation).")
-PHANTOMS = MetricDef(
-    metric_name("phantoms"), "counter", ("backend", "scenario"),
-    "Records served whose value no write produced (reported under durability).")
-CHECKS = MetricDef(
-    metric_name("checks"), "counter", ("backend", "scenario", "invariant"),
-    "Opportunities for a violation each invariant examined, in its own unit "
-    "(docs/invariants.md): the denominator of its rate, results.json's checked.")
-FAILED_CHECKS = MetricDef(
-    metric_name("failed_checks"), "counter", ("backend", "scenario", "invariant"),
-    "Checks that found a violation: the numerator of each invariant's rate, results.json's "
-    "rate_numerator; never above memcert_checks_total.")
-VIOLATIONS_BY_CAUSE = MetricDef(
-    metric_name("violations"), "counter", ("backend", "scenario", "invariant", "cause"),
-    "Violations by invariant and root cause (invariants.causes), every cause from 0; summed "
-    "over cause, an invariant's equals its violation counters (durability: lost writes + "
-    "phantoms).")
 RUN_INFO = MetricDef(
     metric_name("run"), "info", ("backend", "suite", "version", "seed", "level"),
     "The run: memcert's version, the plan's seed and the normalization level claimed.")
@@ -213,17 +162,6 @@ LOAD_USERS = MetricDef(
 LOAD_WORKERS = MetricDef(
     metric_name("load_workers"), "gauge", ("backend",),
     "Locust worker processes whose histories are being merged.")
-
-VIOLATION_METRICS: Mapping[str, MetricDef] = {
-    "uniqueness": CONFLICTS,
-    "causal_monotonicity": REORDERS,
-    "deletion_monotonicity": RESURRECTIONS,
-    "semantic_normalization": DUPLICATES,
-    "durability": LOST_WRITES,
-    "isolation": ISOLATION_LEAKS,
-    "phantom": PHANTOMS,
-}
-"""Each checker's violation counter."""
 
 INVARIANT_OF: Mapping[str, str] = {
     checker: invariant for invariant, checkers in INVARIANTS.items() for checker in checkers}

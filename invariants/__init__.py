@@ -26,18 +26,23 @@ __all__ = [
     "ValueTooLarge",
     "Write",
     "certify",
+    "guard",
 ]
 
 
 def __getattr__(name: str) -> Any:
-    """``invariants.certify`` is :func:`memcert.certify`, looked up on first use.
+    """``invariants.certify`` is :func:`memcert.certify`, looked up on first use, and
+    ``invariants.guard`` is :func:`invariants.guarding.guard`, imported on first use so
+    that importing the package loads no checker, normalizer or thread machinery.
 
     The certify facade has one home, in the top layer (``memcert``), and ``invariants``
     is the bottom one, which imports nothing above it. This alias is kept so that code
-    written against ``invariants.certify`` keeps working; it is the one late-bound name
-    of the package, and the layer test (``tests/test_layers.py``) lists it as its only
-    exception. New code imports ``memcert``.
+    written against ``invariants.certify`` keeps working; it is the package's one upward
+    name, and the layer test (``tests/test_layers.py``) lists it as its only exception.
+    New code imports ``memcert``.
     """
     if name == "certify":
         return importlib.import_module("memcert").certify
+    if name == "guard":
+        return importlib.import_module("invariants.guarding").guard
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -12,13 +12,14 @@ def test_exported_names_are_exactly_these():
     assert sorted(invariants.__all__) == [
         "Ack", "BackendFactory", "Delete", "FactoryError", "InvalidArgument", "InvalidInput",
         "MemcertError", "MemoryBackend", "Record", "Restore", "ValueTooLarge", "Write",
-        "certify",
+        "certify", "guard",
     ]
 
 
 def test_importing_invariants_starts_no_database_runner_or_load_tool():
     code = ("import sys, invariants, invariants.checkers, invariants.history, "
-            "invariants.factory, invariants.wording, invariants.stateful; "
+            "invariants.factory, invariants.wording, invariants.stateful, "
+            "invariants.guarding; "
             "heavy = [m for m in ('sqlalchemy', 'chaos', 'scenarios', 'reference_store', "
             "'memcert', 'locust', 'prometheus_client', 'torch', 'starlette', 'uvicorn') "
             "if m in sys.modules]; print(heavy)")
