@@ -55,6 +55,7 @@ from invariants.verdict import (
 )
 
 from .audit_input import AuditRecord, EntityMark, FieldDefect, Item, Tombstone, enumerated
+from .explain import WIDTH
 from .report import INVARIANTS, InvariantVerdict, Report, build_report, render_table
 
 __all__ = ["AuditOptions", "AuditResult", "Unauditable", "audit_factory", "audit_items",
@@ -326,6 +327,8 @@ class _Auditor:
         entries: list[Entry] = []
         reads: dict[int, _Served] = {}
         first_copy: dict[tuple[str, str], str] = {}
+        keys = {id(r): (self.normalizer.attribute_key(r.attribute),
+                        self.normalizer.value_key(r.value)) for r in records}
         top = max((r.causal_seq for r in records), default=0)
         deleted = any(m.deleted for m in marks)
         open_tomb = any(t.restore_seq is None for t in tombs)
@@ -334,14 +337,14 @@ class _Auditor:
                 self._delete(entries, namespace, entity_id, event.causal_seq,
                              event.restore_seq, event.line)
                 continue
-            self._write(entries, event, first_copy)
+            self._write(entries, event, keys[id(event)], first_copy)
             if event.status != "active":
                 self._read(entries, reads, namespace, entity_id, [event])
         if deleted and not open_tomb:
             seq = next((m.delete_seq for m in marks if m.delete_seq is not None), top + 1)
             self._delete(entries, namespace, entity_id, seq, None, marks[0].line)
         active = [r for r in records if r.status == "active"]
-        self._count_duplicates(namespace, active)
+        self._count_duplicates(namespace, active, keys)
         if not served:
             active.sort(key=lambda r: (r.causal_seq, r.order))
         if active:
@@ -356,10 +359,9 @@ class _Auditor:
                              meta))
         return index
 
-    def _write(self, entries: list[Entry], r: AuditRecord,
+    def _write(self, entries: list[Entry], r: AuditRecord, key: tuple[str, str],
                first_copy: dict[tuple[str, str], str]) -> None:
-        slot = self.normalizer.attribute_key(r.attribute)
-        fact = self.normalizer.value_key(r.value)
+        slot, fact = key
         first = first_copy.setdefault((slot, fact), r.value)
         paraphrase: Paraphrase = (
             "none" if first == r.value
@@ -390,12 +392,12 @@ class _Auditor:
         self._entry(entries, "ok", "read", op, served)
         reads[invoke] = _Served(records)
 
-    def _count_duplicates(self, namespace: str, active: list[AuditRecord]) -> None:
+    def _count_duplicates(self, namespace: str, active: list[AuditRecord],
+                          keys: dict[int, tuple[str, str]]) -> None:
         counts = self._counts(namespace)
         counts.active += len(active)
         exact = Counter((r.attribute, r.value) for r in active)
-        canonical = Counter((self.normalizer.attribute_key(r.attribute),
-                             self.normalizer.value_key(r.value)) for r in active)
+        canonical = Counter(keys[id(r)] for r in active)
         counts.exact_duplicates += sum(n - 1 for n in exact.values())
         counts.canonical_duplicates += sum(n - 1 for n in canonical.values())
 
@@ -517,8 +519,8 @@ def render_audit(result: AuditResult, *, verbose: bool = False) -> str:
     for name, stats in sorted(result.defects.items(), key=lambda kv: -kv[1].count):
         first = stats.examples[0]
         where = f"line {first['line']}" if first["line"] is not None else first["id"]
-        lines.append(f"  {name}: {stats.count:,} record(s); first at {where}: "
-                     f"{_clip(first['problem'], 60)}")
+        head = f"  {name}: {stats.count:,} record(s); first at {where}: "
+        lines.append(head + _clip(first["problem"], WIDTH - len(head)))
     if result.namespaces:
         lines.append("")
         rows = [("namespace", "entities", "records", "active", "exact dup", "canonical dup",

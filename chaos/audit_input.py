@@ -135,7 +135,7 @@ def _lines(stream: BinaryIO | Iterable[bytes]) -> Iterator[Item | _Deleted]:
             else:
                 yield _dump_line(number, document)
         except _Defect as defect:
-            yield FieldDefect(defect.field, defect.problem, number)
+            yield FieldDefect(defect.field, defect.problem, number, f"line {number}")
 
 
 def _document(raw: bytes) -> dict[str, Any]:
@@ -176,7 +176,8 @@ def _export_line(number: int, doc: Mapping[str, Any]) -> Iterator[Item]:
 def _export_memory(number: int, doc: Mapping[str, Any]) -> Item:
     namespace, entity_id = doc.get("namespace"), doc.get("entity_id")
     record_id = (f"{namespace}/{entity_id}/v{doc.get('version')}"
-                 if isinstance(namespace, str) and isinstance(entity_id, str) else None)
+                 if isinstance(namespace, str) and isinstance(entity_id, str)
+                 else f"line {number}")
     try:
         fields = _checked(doc, "memory", _EXPORT_MEMORY_FIELDS)
     except _Defect as defect:
