@@ -347,7 +347,7 @@ class _Auditor:
         self._count_duplicates(namespace, active, keys)
         if not served:
             active.sort(key=lambda r: (r.causal_seq, r.order))
-        if active:
+        if active or deleted or tombs:  # an empty read of a deleted entity is a check too
             self._read(entries, reads, namespace, entity_id, active)
         return entries, reads
 
