@@ -161,7 +161,8 @@ def test_defects_seeded_by_sql_are_each_found_with_their_rows(store, db_url, tmp
         found.setdefault(str(finding["finding"]), set()).update(finding["ids"])  # type: ignore[arg-type]
     assert found == seeded
     assert result.exit_code == 1
-    assert set((result.out / "offending_ids.txt").read_text().split()) == set().union(*seeded.values())
+    listed = set((result.out / "offending_ids.txt").read_text().split("\n")[:-1])
+    assert listed == set().union(*seeded.values())
     assert result.defects["value"].count == 1
     causes = {name: {c for c, n in v.causes.items() if n}
               for name, v in result.report.invariants.items()}
