@@ -160,10 +160,13 @@ def audit_items(items: Iterable[Item], source: str, options: AuditOptions) -> Au
             _Auditor(source, options, FILE_JUDGED) as auditor:
         index = _Index(Path(folder) / "index.sqlite3")
         try:
+            wanted = set(options.namespaces)
             for item in items:
+                if wanted and item.namespace is not None and item.namespace not in wanted:
+                    continue  # a defect without a namespace may be any namespace's: kept
                 if isinstance(item, FieldDefect):
                     auditor.defect(item)
-                elif not options.namespaces or item.namespace in options.namespaces:
+                else:
                     index.add(item)
             for namespace, entity_id, records, tombs, marks in index.entities():
                 auditor.entity(namespace, entity_id, records, tombs, marks, served=False)
