@@ -284,11 +284,11 @@ def _add_audit(commands: argparse._SubParsersAction[_Parser]) -> None:
                     "active records of a deleted entity, supersede chains whose causal_seq\n"
                     "goes backwards, records missing a namespace, entity or value (and other\n"
                     "field defects, each named), and exact and canonical duplicates per\n"
-                    "namespace. SOURCE is the reference store's export (memcert serve's\n"
-                    "/export, ReferenceStore.export_jsonl), a JSON Lines dump in the schema\n"
-                    "of docs/audit.md, or a backend factory with entities(namespace). The\n"
-                    "store is only read. Writes results.json, junit.xml, findings.jsonl and\n"
-                    "offending_ids.txt (the record ids a repair script acts on) to --out.",
+                    "namespace. SOURCE is the reference store's export (GET /v1/export of\n"
+                    "memcert serve, ReferenceStore.export_jsonl), a JSON Lines dump in the\n"
+                    "schema of docs/audit.md, or a backend factory with entities(namespace).\n"
+                    "The store is only read. Writes results.json, junit.xml, findings.jsonl\n"
+                    "and offending_ids.txt (the record ids a repair script acts on) to --out.",
         epilog="Examples:\n"
                "  memcert audit export.jsonl                       # a file, every namespace\n"
                "  memcert audit dump.jsonl --namespace tenant-a --level surface\n"

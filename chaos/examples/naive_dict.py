@@ -91,11 +91,6 @@ class NaiveDict:
             records = self.shelf.entities.get((namespace, entity_id), {}).values()
             return sorted(records, key=lambda record: (record.causal_seq, record.version))
 
-    def entities(self, namespace: str) -> list[str]:
-        """The entities the namespace holds: ``memcert audit``'s optional capability."""
-        with self.shelf.lock:
-            return [entity_id for space, entity_id in self.shelf.entities if space == namespace]
-
     def reset(self) -> None:
         with self.shelf.lock:
             self.shelf.clear()

@@ -13,7 +13,7 @@ from chaos.audit import AuditOptions, AuditResult, Unauditable, audit_factory, a
 from chaos.audit_input import read_file, read_items
 from chaos.examples.known_bad import RawAttributeKeys, UnsortedReads
 from chaos.examples.memory import InMemoryBackend, MemoryStore
-from chaos.examples.naive_dict import naive_dict
+from chaos.examples import in_memory
 from invariants.backend import Delete, Write
 from invariants.capabilities import enumeration_supported
 
@@ -186,7 +186,7 @@ def test_a_known_bad_live_store_is_caught_with_the_right_cause(backend, invarian
 
 
 def test_a_backend_without_entities_cannot_be_audited_live(tmp_path):
-    factory = naive_dict
+    factory = in_memory
     assert enumeration_supported(factory())
 
     class Opaque:

@@ -4,6 +4,7 @@ the file or flag and write nothing, a help that teaches, and output a CI log can
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -112,9 +113,18 @@ def test_nothing_to_audit_or_no_enumeration_exits_3(tmp_path, capsys):
 
 
 def test_a_live_store_with_entities_is_audited(tmp_path, capsys):
-    assert main(["audit", "chaos.examples.naive_dict:naive_dict", "--namespace", "ns",
+    assert main(["audit", "chaos.examples:in_memory", "--namespace", "ns",
                  "--out", str(tmp_path / "out")]) == 3  # an empty store: nothing to audit
     assert "audited 0 record(s) of 0 entities" in capsys.readouterr().out
+
+
+def test_the_docs_example_dump_line_audits_clean(tmp_path):
+    docs = Path(__file__).parents[2] / "docs"
+    [example] = re.findall(r"```json\n(.*?)\n```", (docs / "audit.md").read_text("utf-8"))
+    source = tmp_path / "example.jsonl"
+    source.write_text(example + "\n", encoding="utf-8")
+    assert main(["audit", str(source), "--out", str(tmp_path / "out")]) == 0
+    assert len((docs / "production.md").read_text("utf-8").splitlines()) <= 40
 
 
 def test_the_help_teaches_with_examples_and_exit_codes(capsys):
