@@ -11,9 +11,9 @@ import pytest
 
 from chaos.audit import AuditOptions, AuditResult, Unauditable, audit_factory, audit_items
 from chaos.audit_input import read_file, read_items
+from chaos.examples import in_memory
 from chaos.examples.known_bad import RawAttributeKeys, UnsortedReads
 from chaos.examples.memory import InMemoryBackend, MemoryStore
-from chaos.examples import in_memory
 from invariants.backend import Delete, Write
 from invariants.capabilities import enumeration_supported
 
