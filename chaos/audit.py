@@ -41,7 +41,7 @@ from typing import IO, Any, Final
 from invariants.backend import Ack, BackendFactory, Delete, Record, Restore, Write
 from invariants.capabilities import Enumerable, enumeration_supported
 from invariants.checkers import CheckerSuite, check_history
-from invariants.history import Entry, Read, WriteMeta
+from invariants.history import Entry, Read, WriteMeta, describe_error
 from invariants.levels import ClaimableLevel, Paraphrase
 from invariants.normalize import Normalizer
 from invariants.verdict import (
@@ -82,7 +82,8 @@ EXAMPLES: Final = 3
 
 
 class Unauditable(Exception):
-    """The source cannot be audited at all (no ``entities`` capability); exit 3."""
+    """The source cannot be audited (no ``entities`` capability, or the backend raised
+    while it was read): nothing was decided; exit 3."""
 
 
 @dataclass(frozen=True)
@@ -186,10 +187,16 @@ def audit_factory(factory: BackendFactory, source: str, options: AuditOptions) -
                 "(docs/audit.md), or audit an export of its data")
         with _Auditor(source, options, LIVE_JUDGED) as auditor:
             for namespace in options.namespaces:
-                for entity_id, records, defects in enumerated(backend, namespace):
-                    for defect in defects:
-                        auditor.defect(defect)
-                    auditor.entity(namespace, entity_id, records, [], [], served=True)
+                try:
+                    for entity_id, records, defects in enumerated(backend, namespace):
+                        for defect in defects:
+                            auditor.defect(defect)
+                        auditor.entity(namespace, entity_id, records, [], [], served=True)
+                except Exception as error:  # the backend's: the store was not read whole
+                    raise Unauditable(
+                        f"memcert audit: {source} raised {describe_error(error)} while "
+                        f"namespace {namespace!r} was listed and read; nothing was "
+                        "decided") from error
             return auditor.result()
     finally:
         backend.close()

@@ -201,3 +201,22 @@ def test_a_backend_without_entities_cannot_be_audited_live(tmp_path):
     assert not enumeration_supported(Opaque())  # type: ignore[arg-type]
     with pytest.raises(Unauditable, match=r"entities\(namespace\)"):
         audit_factory(Opaque, "opaque", AuditOptions(namespaces=("ns",), out=tmp_path))  # type: ignore[arg-type]
+
+
+def test_a_backend_that_raises_while_read_leaves_the_audit_undecided(tmp_path):
+    store = MemoryStore("lexical")
+    filled(InMemoryBackend(store=store))
+
+    class Failing(InMemoryBackend):
+        def read(self, namespace, entity_id):
+            raise ConnectionError("the store went away")
+
+    with pytest.raises(Unauditable, match="raised ConnectionError: the store went away"):
+        audit_factory(lambda: Failing(store=store), "failing",
+                      AuditOptions(namespaces=("ns",), out=tmp_path))
+
+
+def test_a_dump_with_a_kind_field_of_its_own_is_a_dump(tmp_path):
+    dump = lines({**record("k1", "e", "city", "lives in Rome", 1), "kind": "fact"})
+    result = audit_items(read_items(dump), "dump", AuditOptions(out=tmp_path))
+    assert result.records == 1 and result.exit_code == 0

@@ -183,3 +183,13 @@ def test_the_audit_through_the_factory_reads_only(store, db_url, tmp_path):
     assert {"uniqueness", "semantic_normalization"} <= kinds
     assert result.report.invariants["deletion_monotonicity"].verdict == "skipped"
     assert result.exit_code == 1
+
+
+def test_entities_lists_every_entity_of_a_namespace_across_pages(db_url):
+    with ReferenceStore(db_url) as store:
+        for n in range(1_005):
+            store.write(Write("ns", f"user-{n:04}", "city", "lives in Rome", n + 1, f"w{n}"))
+        store.write(Write("other", "stranger", "city", "lives in Oslo", 1, "w-other"))
+        store.delete(Delete("ns", "user-0000", 5_000, "d0"))
+        assert list(store.entities("ns")) == [f"user-{n:04}" for n in range(1_005)]
+        assert list(store.entities("other")) == ["stranger"]
