@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import IO, Any, Final
 
 from invariants.backend import Ack, BackendFactory, Delete, Record, Restore, Write
-from invariants.capabilities import Enumerable, enumeration_supported
+from invariants.capabilities import enumeration_supported
 from invariants.checkers import CheckerSuite, check_history
 from invariants.history import Entry, Read, WriteMeta, describe_error
 from invariants.levels import ClaimableLevel, Paraphrase
@@ -180,7 +180,7 @@ def audit_factory(factory: BackendFactory, source: str, options: AuditOptions) -
     """Audit a live backend: every entity its ``entities`` lists in each namespace."""
     backend = factory()
     try:
-        if not enumeration_supported(backend) or not isinstance(backend, Enumerable):
+        if not enumeration_supported(backend):
             raise Unauditable(
                 f"memcert audit: {source} returns a {type(backend).__name__}, which has no "
                 "entities(namespace) method, so its entities cannot be listed; add one "

@@ -31,7 +31,7 @@ from typing import Any, BinaryIO, Final, TypeAlias
 
 from invariants.backend import MemoryBackend
 from invariants.capabilities import Enumerable
-from invariants.errors import InvalidInput
+from invariants.errors import InvalidArgument, InvalidInput
 from reference_store.schema import MEMORY_STATUSES
 from reference_store.transfer import KINDS
 
@@ -319,11 +319,13 @@ def read_file(path: Path) -> Iterator[Item]:
 # -- a live backend ----------------------------------------------------------------------------
 
 
-def enumerated(backend: Enumerable, namespace: str
+def enumerated(backend: MemoryBackend, namespace: str
                ) -> Iterator[tuple[str, list[AuditRecord], list[FieldDefect]]]:
     """Each entity the backend lists in ``namespace``, with the records one read of it
     serves (in serving order, all active) and the defects among them."""
-    assert isinstance(backend, MemoryBackend)
+    if not isinstance(backend, Enumerable):
+        raise InvalidArgument(f"backend={backend!r} has no entities(namespace) method; "
+                              "check enumeration_supported(backend) first")
     for entity_id in backend.entities(namespace):
         records: list[AuditRecord] = []
         defects: list[FieldDefect] = []
