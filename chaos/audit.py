@@ -56,6 +56,7 @@ from invariants.verdict import (
 
 from .audit_input import AuditRecord, EntityMark, FieldDefect, Item, Tombstone, enumerated
 from .explain import WIDTH
+from .metrics import Exporter, MetricsOptions
 from .report import INVARIANTS, InvariantVerdict, Report, build_report, render_table
 
 __all__ = ["AuditOptions", "AuditResult", "Unauditable", "audit_factory", "audit_items",
@@ -96,6 +97,10 @@ class AuditOptions:
     namespaces: tuple[str, ...] = ()
     out: Path = Path("memcert-audit")
     command: str = "memcert audit"
+    metrics: MetricsOptions | None = None
+    """Serve or push the audit's counts as certify's ``memcert_*`` metrics, under
+    ``suite="audit"`` and ``scenario="audit"``, so a nightly audit lands on the
+    dashboard beside the chaos runs."""
 
 
 @dataclass
@@ -285,6 +290,14 @@ class _Auditor:
         self.findings = 0
         self.offending: set[str] = set()
         self.started = time.monotonic()
+        self.exporter: Exporter | None = None
+        if options.metrics is not None:
+            suite = self.suite
+            self.exporter = Exporter.start(
+                options.metrics, backend=source, suite="audit", level=options.level, seed=0,
+                violations=suite.violation_counts, rate_terms=suite.rate_terms,
+                causes=suite.cause_counts)
+            self.exporter.begin_scenario("audit")
         options.out.mkdir(parents=True, exist_ok=True)
         self._findings: IO[str] = (options.out / "findings.jsonl").open("w", encoding="utf-8")
 
@@ -293,6 +306,8 @@ class _Auditor:
 
     def __exit__(self, *_exc: object) -> None:
         self._findings.close()
+        if self.exporter is not None:
+            self.exporter.close()
 
     # -- field defects ---------------------------------------------------------------
 
@@ -454,6 +469,9 @@ class _Auditor:
             history_entries=self.index, elapsed_s=time.monotonic() - self.started,
             command=self.options.command)
         report = self._judged(report)
+        if self.exporter is not None:
+            self.exporter.finish(success=report.verdict == "certified",
+                                 duration_s=report.elapsed_s)
         result = AuditResult(report, self.source, self.records, self.entities, self.defects,
                              self.namespaces, self.findings, len(self.offending), out)
         report.write(out)

@@ -277,7 +277,7 @@ def _audit(args: argparse.Namespace) -> int:
     command = " ".join(["memcert audit", shlex.quote(source), *(
         f"--namespace {shlex.quote(n)}" for n in namespaces), f"--level {args.level}"])
     options = AuditOptions(level=args.level, namespaces=namespaces, out=Path(args.out),
-                           command=command)
+                           command=command, metrics=_metrics_options(args))
     try:
         if as_file:
             _check_readable(path)

@@ -293,7 +293,7 @@ def _add_audit(commands: argparse._SubParsersAction[_Parser]) -> None:
                "  memcert audit export.jsonl                       # a file, every namespace\n"
                "  memcert audit dump.jsonl --namespace tenant-a --level surface\n"
                "  memcert audit invariants.adapters.langgraph:sqlite_factory --namespace ns\n"
-               "  15 3 * * * memcert audit /backups/memory.jsonl --out /var/lib/audit  # cron\n\n"
+               "  memcert audit mem.jsonl --pushgateway http://pg:9091   # nightly, from cron\n\n"
                "Exit codes: 0 nothing found, 1 a violation or field defect, 2 usage error,\n"
                "3 could not decide (nothing to audit, or no entities(namespace)).",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -318,6 +318,7 @@ def _add_audit(commands: argparse._SubParsersAction[_Parser]) -> None:
                         help="folder for results.json, junit.xml, findings.jsonl, "
                              "offending_ids.txt [env MEMCERT_AUDIT_OUT, default memcert-audit]")
     _add_verbose_option(output)
+    _add_metrics_options(audit)
     _add_debug_option(audit)
 
 

@@ -8,8 +8,12 @@ import re
 from pathlib import Path
 
 import pytest
+from prometheus_client import CollectorRegistry
 
+from chaos.audit import AuditOptions, audit_items
+from chaos.audit_input import read_items
 from chaos.cli import main
+from chaos.metrics import MetricsOptions
 
 HINT = "(run 'memcert audit --help' for usage)"
 
@@ -131,7 +135,29 @@ def test_the_help_teaches_with_examples_and_exit_codes(capsys):
     with pytest.raises(SystemExit):
         main(["audit", "--help"])
     out = capsys.readouterr().out
-    assert "memcert audit export.jsonl" in out and "cron" in out
+    assert "memcert audit export.jsonl" in out and "--pushgateway" in out and "cron" in out
     assert "Exit codes: 0 nothing found, 1 a violation or field defect, 2 usage error," in out
     assert "docs/audit.md" in out
     assert all(len(line) <= 100 for line in out.splitlines())
+
+
+def test_the_audit_exports_certifys_metrics_under_suite_audit(tmp_path, capsys):
+    registry = CollectorRegistry()
+    source = dump(tmp_path / "d.jsonl", record("r1", "city", "lives in Rome", 1),
+                  record("r2", "City", "lives in Oslo", 2))
+    with source.open("rb") as stream:
+        audit_items(read_items(stream), "dump", AuditOptions(
+            out=tmp_path / "api", metrics=MetricsOptions(registry=registry)))
+    labels = {"backend": "dump", "scenario": "audit", "invariant": "uniqueness"}
+    assert registry.get_sample_value("memcert_failed_checks_total", labels) == 1
+    assert registry.get_sample_value("memcert_checks_total", labels) == 1
+    assert registry.get_sample_value("memcert_conflicts_total",
+                                     {"backend": "dump", "scenario": "audit"}) == 1
+    assert registry.get_sample_value("memcert_violations_total", {
+        **labels, "cause": "alias"}) == 1
+    assert registry.get_sample_value("memcert_last_run_success",
+                                     {"backend": "dump", "suite": "audit"}) == 0
+    # On the command line: the same metrics, served on a loopback port while it runs.
+    assert main(["audit", str(source), "--out", str(tmp_path / "cli"),
+                 "--metrics-port", "0"]) == 1
+    assert "memcert: serving metrics at http://127.0.0.1:" in capsys.readouterr().err
