@@ -16,6 +16,7 @@ from sqlalchemy import create_engine, func, select, text
 
 from chaos.audit import AuditOptions, AuditResult, audit_factory, audit_items
 from chaos.audit_input import read_items
+from chaos.certify import CertifyOptions, certify
 from invariants.backend import Delete, Restore, Write
 from reference_store import ReferenceStore
 from reference_store.lifecycle import forget
@@ -193,3 +194,16 @@ def test_entities_lists_every_entity_of_a_namespace_across_pages(db_url):
         store.delete(Delete("ns", "user-0000", 5_000, "d0"))
         assert list(store.entities("ns")) == [f"user-{n:04}" for n in range(1_005)]
         assert list(store.entities("other")) == ["stranger"]
+
+
+def test_what_a_chaos_run_leaves_in_the_store_audits_clean(sqlite_url, tmp_path):
+    """Races, retries, stale and late writes, deletes and restores, as certify sends
+    them: whatever the reference store kept of them breaks nothing."""
+    report = certify(lambda: ReferenceStore(sqlite_url), CertifyOptions(
+        budget_s=4, seed=3, stateful_share=0, workers=4, out=tmp_path / "run"))
+    assert report.verdict != "failed"
+    with ReferenceStore(sqlite_url) as store:
+        assert store.count_rows() > 100
+        result = audited(export(store, tmp_path / "export.jsonl"), tmp_path / "out")
+    assert findings(result) == []
+    assert result.exit_code == 0
