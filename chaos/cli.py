@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 import traceback
 from collections.abc import Callable, Iterator, Sequence
@@ -17,7 +18,14 @@ from typing import TYPE_CHECKING
 
 from invariants.errors import MemcertError
 
-from .cli_parser import UsageError, build_parser, help_hint, skip_names
+from .cli_parser import (
+    UsageError,
+    audit_namespaces,
+    build_parser,
+    help_hint,
+    looks_like_backend,
+    skip_names,
+)
 from .report import Report, render_table
 
 if TYPE_CHECKING:
@@ -43,6 +51,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _serve(args)
         if args.command == "load":
             return _load(args)
+        if args.command == "audit":
+            return _audit(args)
         report, saved = _dispatch(args)
     except (UsageError, MemcertError) as error:
         if getattr(args, "debug", False):
@@ -58,7 +68,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return report.exit_code
 
 
-OUT_COMMANDS = ("certify", "nightly", "chaos", "load")
+OUT_COMMANDS = ("certify", "nightly", "chaos", "load", "audit")
 """The commands whose ``--out`` names a folder they write."""
 
 
@@ -252,6 +262,56 @@ def _load(args: argparse.Namespace) -> int:
     print(render_table(result.report))
     print(_saved("output", options.out))
     return result.report.exit_code
+
+
+def _audit(args: argparse.Namespace) -> int:
+    """``memcert audit``: the verdict table, the audit's counts and certify's exit code;
+    3 when the source cannot be audited at all."""
+    from .audit import AuditOptions, Unauditable, audit_factory, audit_items, render_audit
+    from .audit_input import read_file
+
+    namespaces = audit_namespaces(args)
+    source = args.source
+    path = Path(source)
+    as_file = path.exists() or not looks_like_backend(source)
+    command = " ".join(["memcert audit", shlex.quote(source), *(
+        f"--namespace {shlex.quote(n)}" for n in namespaces), f"--level {args.level}"])
+    options = AuditOptions(level=args.level, namespaces=namespaces, out=Path(args.out),
+                           command=command, metrics=_metrics_options(args))
+    try:
+        if as_file:
+            _check_readable(path)
+            result = audit_items(read_file(path), source, options)
+        else:
+            if not namespaces:
+                raise UsageError("memcert audit: a factory is audited one namespace at a time; "
+                                 "give --namespace N (repeat for more)\n"
+                                 + help_hint("memcert audit"))
+            from invariants.factory import load_factory
+
+            result = audit_factory(load_factory(source), source, options)
+    except Unauditable as error:
+        print(error, file=sys.stderr)
+        return 3
+    print(render_audit(result, verbose=args.verbose))
+    print(_saved("output", options.out))
+    return result.exit_code
+
+
+def _check_readable(path: Path) -> None:
+    """A file the audit can open, or a usage error naming it, before anything is written."""
+    hint = help_hint("memcert audit")
+    if not path.exists():
+        raise UsageError(f"memcert audit: {path} does not exist; give a JSON Lines file or a "
+                         f"package.module:factory\n{hint}")
+    if path.is_dir():
+        raise UsageError(f"memcert audit: {path} is a folder; give a JSON Lines file\n{hint}")
+    try:
+        with path.open("rb"):
+            pass
+    except OSError as error:
+        raise UsageError(f"memcert audit: {path} cannot be read: {error.strerror}\n"
+                         f"{hint}") from None
 
 
 def _announce_service(url: str, db: str) -> None:

@@ -20,8 +20,8 @@ from invariants.levels import CLAIMABLE_LEVELS
 
 from .report import INVARIANTS
 
-__all__ = ["STATEFUL_SHARE_MAX", "UsageError", "build_parser", "help_hint", "looks_like_backend",
-           "skip_names"]
+__all__ = ["STATEFUL_SHARE_MAX", "UsageError", "audit_namespaces", "build_parser", "help_hint",
+           "looks_like_backend", "skip_names"]
 
 T = TypeVar("T")
 
@@ -268,7 +268,58 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("out", metavar="DIR", help="a folder written by memcert certify")
     _add_serve(commands)
     _add_load(commands)
+    _add_audit(commands)
     return parser
+
+
+AUDIT_LEVELS = ("surface", "lexical")
+"""The levels ``memcert audit`` keys canonical forms at; semantic would need a model."""
+
+
+def _add_audit(commands: argparse._SubParsersAction[_Parser]) -> None:
+    audit = commands.add_parser(
+        "audit", help="check what a store holds against the invariants, with no workload",
+        description="Read a store's data and report what breaks the invariants: two active\n"
+                    "records of one canonical attribute, duplicates by canonical value,\n"
+                    "active records of a deleted entity, supersede chains whose causal_seq\n"
+                    "goes backwards, records missing a namespace, entity or value (and other\n"
+                    "field defects, each named), and exact and canonical duplicates per\n"
+                    "namespace. SOURCE is the reference store's export (GET /v1/export of\n"
+                    "memcert serve, ReferenceStore.export_jsonl), a JSON Lines dump in the\n"
+                    "schema of docs/audit.md, or a backend factory with entities(namespace).\n"
+                    "The store is only read. Writes results.json, junit.xml, findings.jsonl\n"
+                    "and offending_ids.txt (the record ids a repair script acts on) to --out.",
+        epilog="Examples:\n"
+               "  memcert audit export.jsonl                       # a file, every namespace\n"
+               "  memcert audit dump.jsonl --namespace tenant-a --level surface\n"
+               "  memcert audit invariants.adapters.langgraph:sqlite_factory --namespace ns\n"
+               "  memcert audit mem.jsonl --pushgateway http://pg:9091   # nightly, from cron\n\n"
+               "Exit codes: 0 nothing found, 1 a violation or field defect, 2 usage error,\n"
+               "3 could not decide (nothing to audit, or no entities(namespace)).",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    audit.add_argument(
+        "source", metavar="FILE|package.module:factory",
+        help="a JSON Lines file (an export or a dump), or a factory whose handles have "
+             "entities(namespace)")
+    what = audit.add_argument_group("what to audit")
+    what.add_argument("--namespace", action="append", metavar="N", default=None,
+                      help="audit only this namespace; repeat for more; a factory needs at "
+                           "least one [env MEMCERT_AUDIT_NAMESPACES, comma-separated, "
+                           "default every namespace of a file]")
+    what.add_argument("--level", choices=AUDIT_LEVELS,
+                      default=_env("MEMCERT_AUDIT_LEVEL", "lexical"),
+                      help="how far memcert's normalizer folds attributes and values into "
+                           "canonical forms: surface (case, width, separators) or lexical "
+                           "(also synonyms) [env MEMCERT_AUDIT_LEVEL, default lexical]")
+    output = audit.add_argument_group("output")
+    output.add_argument("--out", default=_env("MEMCERT_AUDIT_OUT", "memcert-audit"),
+                        metavar="DIR",
+                        help="folder for results.json, junit.xml, findings.jsonl, "
+                             "offending_ids.txt [env MEMCERT_AUDIT_OUT, default memcert-audit]")
+    _add_verbose_option(output)
+    _add_metrics_options(audit)
+    _add_debug_option(audit)
 
 
 def _add_managed_options(parser: argparse.ArgumentParser) -> None:
@@ -503,6 +554,14 @@ def _add_skip_option(group: argparse._ArgumentGroup) -> None:
                             "semantic_normalization for a store that keeps every wording); "
                             "repeat for more; one of: " + ", ".join(INVARIANTS) +
                             " [env MEMCERT_SKIP, comma-separated; default none]")
+
+
+def audit_namespaces(args: argparse.Namespace) -> tuple[str, ...]:
+    """``--namespace`` as given, or else ``MEMCERT_AUDIT_NAMESPACES``, each once: the
+    command line replaces the environment's list rather than adding to it."""
+    names = args.namespace if args.namespace is not None else (
+        _env_list("MEMCERT_AUDIT_NAMESPACES") or ())
+    return tuple(dict.fromkeys(names))
 
 
 def skip_names(args: argparse.Namespace) -> tuple[str, ...]:

@@ -407,7 +407,12 @@ def render_table(report: Report, *, verbose: bool = False) -> str:
         elif v.verdict == "skipped":
             found = (f": {v.violations:,} violation(s) found, not judged" if v.violations
                      else ", nothing found")
-            out.append(f"{name}: skipped at your request (--skip){found}")
+            if SKIP_NOTE in v.notes or not v.notes:
+                out.append(f"{name}: skipped at your request (--skip){found}")
+            else:  # skipped by the command, which says why (memcert audit)
+                out.append(f"{name}: skipped{found}")
+                for note in v.notes:
+                    out.extend(wrap(note, "  because ", "    "))
             out.extend(example_lines(v.causes, results, verbose=verbose))
             out.append("")
     if fixes:

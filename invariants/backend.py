@@ -55,6 +55,14 @@ What results mean
 Lamport-style clock, not when it completes. A retry reuses the same ``op_id`` and the
 same ``causal_seq``, and a backend must answer it with the first outcome.
 
+Optional capabilities
+=====================
+
+Beyond ``restore``, a backend may also have ``entities(namespace)``, listing the entity
+ids a namespace holds, so that ``memcert audit`` can read a live store whole
+(:class:`invariants.capabilities.Enumerable`). It is not part of this protocol: a
+backend without it is certified as before.
+
 Factories
 =========
 

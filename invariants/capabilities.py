@@ -3,13 +3,40 @@
 Restore is the one optional operation of the contract. Knowing before a run whether a
 backend has it keeps the report honest when a short or unlucky run never reaches a
 restore: the restore checks are then skipped for a reason, not silently passed.
+
+Enumeration is an optional method beside the contract: ``entities(namespace)`` lists
+the entity ids a namespace holds, so that ``memcert audit`` can read every entity of a
+store with no workload. A backend without it cannot be audited through its factory
+(export its data instead); :func:`enumeration_supported` says which it is.
 """
 
 from __future__ import annotations
 
-from invariants.backend import BackendFactory, Restore
+from collections.abc import Iterable
+from typing import Protocol, runtime_checkable
 
-__all__ = ["restore_supported"]
+from invariants.backend import BackendFactory, MemoryBackend, Restore
+
+__all__ = ["Enumerable", "enumeration_supported", "restore_supported"]
+
+
+@runtime_checkable
+class Enumerable(Protocol):
+    """A backend that can list what it holds: the optional ``entities`` capability."""
+
+    def entities(self, namespace: str) -> Iterable[str]:
+        """Every entity id of ``namespace`` that may hold records, each once, in any
+        order; deleted entities may be listed (their reads are empty).
+
+        Must not write, and must not list entities of another namespace. It may be a
+        generator, so a large store is listed without holding every id at once.
+        """
+        ...
+
+
+def enumeration_supported(backend: MemoryBackend) -> bool:
+    """Whether ``backend`` has the ``entities`` capability (a callable ``entities``)."""
+    return isinstance(backend, Enumerable) and callable(getattr(backend, "entities", None))
 
 
 def restore_supported(factory: BackendFactory, *, attempts: int = 3) -> bool:

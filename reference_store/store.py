@@ -26,7 +26,18 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
-from sqlalchemy import Connection, Engine, and_, bindparam, delete, func, literal, select, update
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    Engine,
+    and_,
+    bindparam,
+    delete,
+    func,
+    literal,
+    select,
+    update,
+)
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import URL
 
@@ -139,6 +150,25 @@ class ReferenceStore:
                                                "b_entity_id": entity_id}).all()
         return [Record(entity, attribute, value, int(causal_seq), int(version))
                 for entity, attribute, value, causal_seq, version in rows]
+
+    def entities(self, namespace: str) -> Iterator[str]:
+        """Every entity id the namespace has ever held, deleted ones too, by code point:
+        the optional capability ``memcert audit`` enumerates a store by. Read a page at
+        a time, so a large namespace is never held whole."""
+        last: str | None = None
+        while True:
+            with self.database.read() as conn:
+                key: ColumnElement[str] = entities.c.entity_id
+                if conn.dialect.name == "postgresql":
+                    key = key.collate("C")  # code point order, as on SQLite
+                query = select(entities.c.entity_id).where(entities.c.namespace == namespace)
+                if last is not None:
+                    query = query.where(key > last)
+                page = [row[0] for row in conn.execute(query.order_by(key).limit(_PAGE))]
+            yield from page
+            if len(page) < _PAGE:
+                return
+            last = page[-1]
 
     def reset(self) -> None:
         def attempt() -> None:
@@ -367,6 +397,9 @@ _LOGGED_AND_CURRENT = (
                                            ACTIVE))))
 """A write's reads under the lock in one statement: the op_id's first outcome, if it is
 logged, and the key's current record (each all None where there is none)."""
+_PAGE = 1000
+"""Entity ids :meth:`ReferenceStore.entities` reads per query."""
+
 _READ_ACTIVE = (select(_m.entity_id, _m.attribute, _m.value, _m.causal_seq, _m.version)
                 .where(*_in_entity, ACTIVE).order_by(_m.causal_seq, _m.version))
 _INSERT_MEMORY = memories.insert()

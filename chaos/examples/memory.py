@@ -135,6 +135,13 @@ class InMemoryBackend:
             self.store.ticks += 1
             return self._serve(namespace, entity_id)
 
+    def entities(self, namespace: str) -> list[str]:
+        """The entities the namespace holds, deleted ones too: the optional capability
+        ``memcert audit`` enumerates a store by."""
+        with self.store.lock:
+            return [entity_id for entity_id, spaces in self.store.entities.items()
+                    if namespace in spaces]
+
     def reset(self) -> None:
         with self.store.lock:
             self.store.clear()

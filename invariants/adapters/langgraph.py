@@ -133,6 +133,7 @@ SQLITE_PATH_ENV = "MEMCERT_LANGGRAPH_SQLITE"
 PG_URL_ENV = "MEMCERT_LANGGRAPH_PG_URL"
 
 _ESCAPED = re.compile(r"[%.\x00]")
+_UNESCAPED = re.compile(r"%([0-9A-F]{2})")
 
 
 def entity_namespace(namespace: str, entity_id: str) -> tuple[str, str, str]:
@@ -142,6 +143,10 @@ def entity_namespace(namespace: str, entity_id: str) -> tuple[str, str, str]:
 
 def _label(text: str) -> str:
     return _ESCAPED.sub(lambda m: f"%{ord(m.group()):02X}", text)
+
+
+def _unlabel(label: str) -> str:
+    return _UNESCAPED.sub(lambda m: chr(int(m.group(1), 16)), label)
 
 
 def search_query(entity_id: str) -> str:
@@ -193,6 +198,24 @@ class LangGraphBackend:
         items = self._served(where, entity_id) if self.search else self._listing(where)
         return [Record(entity_id, item.key, item.value["value"], item.value["causal_seq"], 0)
                 for item in items]
+
+    def entities(self, namespace: str) -> Iterator[str]:
+        """Every entity of ``namespace`` that holds an item, each once: one
+        ``store.search`` over the namespace prefix ``("memcert", namespace)`` a page of
+        :data:`LISTING_LIMIT` items at a time, the store's own listing across the
+        entities' namespaces (``memcert audit``'s optional capability)."""
+        prefix = (ROOT, _label(namespace))
+        seen: set[str] = set()
+        offset = 0
+        while True:
+            page = self.store.search(prefix, limit=LISTING_LIMIT, offset=offset)
+            for item in page:
+                if len(item.namespace) == 3 and item.namespace[2] not in seen:
+                    seen.add(item.namespace[2])
+                    yield _unlabel(item.namespace[2])
+            if len(page) < LISTING_LIMIT:
+                return
+            offset += len(page)
 
     def reset(self) -> None:
         while True:

@@ -68,6 +68,7 @@ from invariants.backend import Ack, Delete, Record, Restore, Write
 
 __all__ = [
     "COLLECTION",
+    "ENUMERATION_LIMIT",
     "LISTING_LIMIT",
     "Mem0Backend",
     "Mem0Factory",
@@ -86,6 +87,8 @@ COLLECTION = "memcert"
 LISTING_LIMIT = 10_000
 """``get_all`` returns 20 memories and ``search`` 20 unless told otherwise; an entity
 holds far fewer than this."""
+ENUMERATION_LIMIT = 1_000_000
+"""The most memories of one namespace :meth:`Mem0Backend.entities` lists."""
 
 _NEW_MESSAGES = re.compile(r"## New Messages\n(?P<body>.*?)\n\n## Observation Date", re.S)
 _TURN = re.compile(r"^(?:user|assistant): ", re.M)
@@ -162,6 +165,19 @@ class Mem0Backend:
         for item in [*listed, *found]:
             served.setdefault(item["id"], _record(entity_id, item))
         return list(served.values())
+
+    def entities(self, namespace: str) -> list[str]:
+        """Every entity (``user_id``) with a memory under ``agent_id=namespace``, each
+        once, in ``get_all``'s order: ``memcert audit``'s optional capability. mem0's
+        ``get_all`` has no paging, so it is asked for up to :data:`ENUMERATION_LIMIT`
+        memories, and a namespace that fills them raises rather than be listed in part."""
+        listed = self.memory.get_all(filters={"agent_id": namespace},
+                                     top_k=ENUMERATION_LIMIT)["results"]
+        if len(listed) >= ENUMERATION_LIMIT:
+            raise RuntimeError(f"namespace {namespace!r} holds {ENUMERATION_LIMIT} memories "
+                               "or more, beyond what get_all lists in one call")
+        return list(dict.fromkeys(str(item["user_id"]) for item in listed
+                                  if item.get("user_id") is not None))
 
     def reset(self) -> None:
         self.memory.reset()

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from chaos.audit import AuditOptions, audit_factory
 from invariants.adapters import langgraph
 from invariants.adapters.langgraph import LangGraphBackend, StoreFactory, entity_namespace
 from invariants.backend import Ack, Delete, Record, Restore, Write
@@ -133,3 +134,38 @@ def test_certify_postgres_leaves_a_complete_reproducible_report(tmp_path, monkey
     saved = certify_briefly(spec, tmp_path / "out")
     assert_complete(saved, spec, tmp_path / "out")
     assert_reproducible(saved, tmp_path / "out")
+
+
+# -- enumeration, for memcert audit --------------------------------------------------------
+
+
+def test_entities_lists_each_entity_of_a_namespace_once(backend):
+    backend.write(write("alice", "city", "lives in Paris", 1))
+    backend.write(write("alice", "job", "works as a doctor", 2))
+    backend.write(write("a.l%ce\x00", "city", "lives in Rome", 3))  # labels LangGraph escapes
+    backend.write(write("bob", "city", "lives in Oslo", 4, namespace="other"))
+    assert sorted(backend.entities("ns")) == sorted(["alice", "a.l%ce\x00"])
+    assert list(backend.entities("other")) == ["bob"]
+    assert list(backend.entities("nobody")) == []
+    backend.delete(Delete("ns", "alice", 5, "d5"))
+    assert list(backend.entities("ns")) == ["a.l%ce\x00"]
+
+
+def test_entities_pages_past_one_listing(backend, monkeypatch):
+    monkeypatch.setattr(langgraph, "LISTING_LIMIT", 2)
+    for n in range(5):
+        backend.write(write(f"user-{n}", "city", f"lives in city {n}", n + 1))
+    assert sorted(backend.entities("ns")) == [f"user-{n}" for n in range(5)]
+
+
+def test_a_real_store_is_audited_and_its_aliased_records_found(stores, tmp_path):
+    handle = stores()
+    handle.write(write("alice", "coffee_preference", "drinks americano", 1))
+    handle.write(write("alice", "Coffee Preference", "drinks espresso", 2))
+    handle.write(write("bob", "city", "lives in Oslo", 1))
+    handle.close()
+    result = audit_factory(stores, "langgraph", AuditOptions(namespaces=("ns",), out=tmp_path))
+    assert result.entities == 2 and result.records == 3
+    uniqueness = result.report.invariants["uniqueness"]
+    assert uniqueness.verdict == "fail" and uniqueness.causes["alias"] == 1
+    assert result.exit_code == 1

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from chaos.audit import AuditOptions, audit_factory
 from invariants.backend import Ack, Delete, Record, Restore, Write
 from invariants.history import read_history
 
@@ -80,6 +81,31 @@ def test_restore_is_reported_as_missing(backend):
         backend.restore(Restore("ns", "alice", 1, "r1"))
     assert str(raised.value) == ("mem0 deletes memories outright and keeps no tombstone, so "
                                  "there is nothing to restore")
+
+
+def test_entities_lists_each_user_of_an_agent_once(backend):
+    backend.write(write("alice", "city", "lives in Paris", 1))
+    backend.write(write("alice", "job", "works as a doctor", 2))
+    backend.write(write("bob", "city", "lives in Rome", 3))
+    backend.write(write("carol", "city", "lives in Oslo", 4, namespace="other"))
+    assert sorted(backend.entities("ns")) == ["alice", "bob"]
+    assert backend.entities("other") == ["carol"]
+    assert backend.entities("nobody") == []
+
+
+def test_a_real_store_is_audited_and_its_repeated_facts_found(factories, tmp_path):
+    backend = factories[False]()
+    backend.reset()
+    backend.write(write("alice", "city", "lives in Paris", 1))
+    backend.write(write("alice", "city", "Lives in  Paris", 2))
+    backend.write(write("bob", "city", "lives in Rome", 3))
+    result = audit_factory(factories[False], "mem0",
+                           AuditOptions(namespaces=("ns",), out=tmp_path))
+    assert result.entities == 2 and result.records == 3
+    assert result.report.invariants["semantic_normalization"].verdict == "fail"
+    assert result.namespaces["ns"].canonical_duplicates == 1
+    assert result.namespaces["ns"].exact_duplicates == 0
+    assert result.exit_code == 1
 
 
 def test_every_handle_of_a_factory_sees_one_store(backend, factories):
