@@ -202,11 +202,11 @@ def test_the_index_shows_the_causes_found_under_each_rate_and_keeps_old_nights()
     assert "<title>2026-11-28T020000Z: 0.2500 (alias 4, race 1)</title>" in page
     assert page_data(page)["nights"] == [
         {"night": "2026-11-27T020000Z", "verdict": "failed", "backend": "b:f", "seed": 2,
-         "invariants": {"uniqueness": {"verdict": "fail", "rate": 0.5, "rate_numerator": 0,
+         "labels": {}, "invariants": {"uniqueness": {"verdict": "fail", "rate": 0.5, "rate_numerator": 0,
                                        "rate_denominator": 2, "violations": 0,
                                        "causes": {}}}},
         {"night": "2026-11-28T020000Z", "verdict": "failed", "backend": "b:f", "seed": 3,
-         "invariants": {"uniqueness": {"verdict": "fail", "rate": 0.25, "rate_numerator": 1,
+         "labels": {}, "invariants": {"uniqueness": {"verdict": "fail", "rate": 0.25, "rate_numerator": 1,
                                        "rate_denominator": 4, "violations": 5,
                                        "causes": {"race": 1, "alias": 4,
                                                   "not_replaced": 0}}}}]
@@ -297,7 +297,8 @@ def test_the_report_renders_in_headless_chromium_without_console_errors(two_nigh
     data = json.loads(re.search(r'<script type="application/json" id="data">(.*?)</script>',
                                 page.read_text(), re.S).group(1))
     assert re.search(r'data-rendered="(\d+)"', canvas).group(1) == str(len(data["rows"]))
-    assert re.search(r'data-marks="(\d+)"', canvas).group(1) == str(len(data["marks"]))
+    assert re.search(r'data-marks="(\d+)"', canvas).group(1) == str(
+        sum(mark["count"] for mark in data["marks"])) == str(data["witnesses"])
     assert data["rows"] and data["marks"]
     assert dom.stdout.count('class="chart bars"') == len(bad.report.scenarios)
     assert dom.stdout.count('class="chart latency"') == len(bad.report.scenarios)
