@@ -15,7 +15,10 @@ from .nightly_page import VERDICT_COLOURS, duration_text
 from .nightly_page import escape as _e
 from .report import format_rate
 
-__all__ = ["TrendPoint", "bar_chart", "latency_chart", "trend_chart"]
+__all__ = ["DATE_TICKS", "TrendPoint", "bar_chart", "latency_chart", "trend_chart"]
+
+DATE_TICKS = 6
+"""Dates a trend chart's time axis names at most."""
 
 
 def bar_chart(bars: Sequence[tuple[str, float]], *, title: str, unit: str) -> str:
@@ -80,7 +83,7 @@ def latency_chart(latency: Mapping[str, Sequence[int]], bounds: Sequence[float])
             parts.append(f'<text x="{left + i * step:.1f}" y="{floor + 14}" '
                          f'class="tick" text-anchor="middle">{text}</text>')
     parts.append(f'<text x="{left + (width - left - 10) / 2:.0f}" y="{floor + 30}" '
-                 'text-anchor="middle">latency, bucket upper bound (s)</text>')
+                 'text-anchor="middle">latency (upper bound of each bucket)</text>')
     palette = ("#3182bd", "#6a51a3", "#31a354", "#e6550d")
     for k, (op, counts) in enumerate(sorted(latency.items())):
         points = " ".join(f"{left + i * step:.1f},{y_of(c):.1f}" for i, c in enumerate(counts))
@@ -113,7 +116,7 @@ def trend_chart(name: str, points: Sequence[TrendPoint], *, unit: str) -> str:
     """A rate across nights: x the nights' dates, y the rate in ``unit``; each point is
     coloured by its night's verdict for the invariant, and says on hover its night,
     rate, causes and labels."""
-    width, height, left, bottom, top_pad, right = 380, 190, 58, 46, 24, 14
+    width, height, left, bottom, top_pad, right = 380, 210, 66, 46, 24, 30
     plot_w, floor = width - left - right, height - bottom
     plot_h = floor - top_pad
     highest = max((p.rate for p in points), default=0.0)
@@ -138,14 +141,14 @@ def trend_chart(name: str, points: Sequence[TrendPoint], *, unit: str) -> str:
              f'{format_rate(highest) if highest else "1"}</text>'
              f'<text x="12" y="{top_pad + plot_h / 2:.0f}" text-anchor="middle" '
              f'transform="rotate(-90 12 {top_pad + plot_h / 2:.0f})">{_e(unit)}</text>']
-    for t in _date_ticks(start, end):
+    for t in _date_ticks(times):
         x = x_of(t)
         parts.append(f'<line x1="{x:.1f}" y1="{floor}" x2="{x:.1f}" y2="{floor + 4}" '
                      f'class="axis"/><text x="{x:.1f}" y="{floor + 15}" class="tick" '
                      f'text-anchor="middle">{datetime.fromtimestamp(t, UTC).strftime("%b %d")}'
                      "</text>")
     parts.append(f'<text x="{left + plot_w / 2:.0f}" y="{floor + 32}" text-anchor="middle">'
-                 "night (UTC date)</text>")
+                 "night (UTC date it began)</text>")
     if len(points) > 1:
         line = " ".join(f"{x_of(t):.1f},{y_of(p.rate):.1f}"
                         for t, p in zip(times, points, strict=True))
@@ -158,13 +161,11 @@ def trend_chart(name: str, points: Sequence[TrendPoint], *, unit: str) -> str:
     return "".join(parts)
 
 
-def _date_ticks(start: float, end: float) -> list[float]:
-    """Midnights (UTC) between ``start`` and ``end``, at most five of them evenly
-    spaced; the first night's date when they share one."""
-    day = 86_400
-    first = math.ceil(start / day) * day
-    midnights = list(range(int(first), int(end) + 1, day))
-    if not midnights:
-        return [start]
-    stride = max(1, math.ceil(len(midnights) / 5))
-    return [float(t) for t in midnights[::stride]]
+def _date_ticks(times: Sequence[float]) -> list[float]:
+    """The nights' own times, at most :data:`DATE_TICKS` of them evenly picked and one per
+    date: each tick then sits under a point and names its night's date."""
+    stride = max(1, math.ceil(len(times) / DATE_TICKS))
+    ticks: dict[str, float] = {}
+    for t in list(times)[::stride]:
+        ticks.setdefault(datetime.fromtimestamp(t, UTC).strftime("%b %d"), t)
+    return list(ticks.values())

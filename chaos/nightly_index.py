@@ -126,8 +126,8 @@ def _since(since: Changes, prefix: str) -> str:
                      "</li>")
     for rise in since.rises:
         items.append(f"<li>rate rose: <b>{_e(rise.invariant)}</b> {format_rate(rise.rate)}, "
-                     f"above {format_rate(rise.baseline)} ± {format_rate(rise.noise)} "
-                     f"(median ± noise of the {rise.nights} night(s) before)</li>")
+                     f"beyond the {rise.nights} night(s) before: their median "
+                     f"{format_rate(rise.baseline)}, noise {format_rate(rise.noise)}</li>")
     for key, was, became in since.labels:
         items.append(f"<li>label <code>{_e(key)}</code>: "
                      f"{_e(was) if was is not None else '(absent)'} → "

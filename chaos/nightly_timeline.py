@@ -236,7 +236,8 @@ TIMELINE_JS = """
   for (var k = 0; k <= ticks; k++) {
     var tx = left + plot * k / ticks;
     ctx.beginPath(); ctx.moveTo(tx, floor); ctx.lineTo(tx, floor + 4); ctx.stroke();
-    var label = (data.span_s * k / ticks).toFixed(data.span_s < 10 ? 1 : 0);
+    var digits = data.span_s < 4 ? 2 : data.span_s < 40 ? 1 : 0;
+    var label = (data.span_s * k / ticks).toFixed(digits);
     ctx.textAlign = k === 0 ? 'left' : k === ticks ? 'right' : 'center';
     ctx.fillText(label, tx, floor + 14);
   }
