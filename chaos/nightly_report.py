@@ -198,22 +198,23 @@ def _overrun(report: Report, phases: Mapping[str, float], stateful_share: float)
     for name, seconds in phases.items():
         if name in planned:
             extra = seconds - planned[name]
-            meant = f"its {planned[name]:.1f} s"
+            meant = f"its {_s(planned[name])} s"
         elif name in ("final_reads", "checking"):
             continue
         else:
             extra, meant = seconds, "no share of the budget"
         if extra > 0.05:
-            over.append((extra, f"{PHASES.get(name, name)} took {seconds:.1f} s against "
+            over.append((extra, f"{PHASES.get(name, name)} took {_s(seconds)} s against "
                                 f"{meant}"))
     if used > reserve:
-        over.append((used - reserve, f"final reads ({phases.get('final_reads', 0.0):.1f} s) and "
-                                     f"checking the history ({phases.get('checking', 0.0):.1f} s) "
-                                     f"took {used:.1f} s against the {reserve:.1f} s reserved"))
+        reads, checking = _s(phases.get("final_reads", 0.0)), _s(phases.get("checking", 0.0))
+        over.append((used - reserve, f"final reads ({reads} s) and checking the history "
+                                     f"({checking} s) took {_s(used)} s against the "
+                                     f"{_s(reserve)} s reserved"))
     why = "; ".join(text for _, text in sorted(over, reverse=True))
     rows = "".join(f"<tr><td>{_e(name)}</td><td>{seconds:.2f} s</td>"
                    f"<td>{_e(PHASES.get(name, ''))}</td></tr>" for name, seconds in phases.items())
-    return (f'<div class="overrun"><p><b>Over budget by {took - budget:.1f} s '
+    return (f'<div class="overrun"><p><b>Over budget by {_s(took - budget)} s '
             f"({took / budget - 1:.0%}).</b> The budget is split before the run: "
             f"{1 - CHECK_RESERVE - stateful_share:.0%} for the scenarios, "
             f"{stateful_share:.0%} for the stateful phase, {CHECK_RESERVE:.0%} reserved for "
@@ -221,6 +222,11 @@ def _overrun(report: Report, phases: Mapping[str, float], stateful_share: float)
             "(a scenario's final reads read every entity back, checking reads the whole "
             f"history, shrinking finishes the program it holds). Here: {_e(why)}.</p>"
             f"<table><tr><th>phase</th><th>took</th><th>what</th></tr>{rows}</table></div>")
+
+def _s(seconds: float) -> str:
+    """Seconds as the note gives them: two decimals under one second, else one."""
+    return f"{seconds:.2f}" if seconds < 1 else f"{seconds:.1f}"
+
 
 def _invariant_causes(report: Report) -> dict[str, dict[str, int]]:
     """Per results.json invariant, its violations per cause, as the verdict table
