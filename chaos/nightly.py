@@ -1,34 +1,21 @@
-"""``memcert nightly``: the long chaos run, and the report a person opens in the morning.
+"""``memcert nightly``: the long chaos run, and the pages a person opens in the morning.
 
 Each night gets a folder of its own under ``--out``, named by its UTC start time
 (``2026-11-29T020000Z``), holding what ``memcert certify --compress`` writes
 (``results.json``, ``junit.xml``, ``history.jsonl.zst``) and ``report.html``. Thirty nights
-are kept by default, so each night's history is compressed; the report notes its size,
-compressed and plain, and the index what the nights kept take on disk. ``index.html``, in the parent
-folder and in every night's folder, links the nights kept there and charts each
-invariant's rate across them; its embedded data (``<script id="data">``) keeps each
-night's verdicts, rates and violations per cause, so that nights can be compared
-without opening every results.json. Every page is one self-contained file: styles, script and
-charts are inline, so it opens offline, from a mail attachment or an artifact store.
+are kept by default, so each night's history is compressed. ``index.html``, in the
+parent folder and in every night's folder, links the nights kept there, opens with what
+changed since the previous night and charts each invariant's rate across them. Every
+page is one self-contained file, so it opens offline, from a mail attachment or an
+artifact store.
 
-``report.html`` shows:
-
-- the verdict per invariant, with its violations per root cause, the seed and the
-  command that reproduces the run;
-- a timeline per worker: each pixel column is a slice of the run, coloured by what the
-  worker's operations did there, with the operations that witness a violation marked;
-- per scenario, each invariant's rate (failed checks per check, in the invariant's own
-  unit), its violations by cause and the latency distribution, read from the run's own
-  metrics (:mod:`chaos.metrics`), the same numbers the dashboards show;
-- the minimal counterexamples, per checker and root cause: the cause's count, its fix
-  paragraph (:data:`invariants.causes.FIXES`, long form in docs/fix-your-backend.md
-  under the cause's anchor), and its examples' explanations with the history lines of
-  their witnesses;
-- coverage of the fault conditions the scenarios require, and the faults that fired.
-
-Each night also records its labels (:mod:`chaos.nightly_labels`): what was tested,
-traceable to a version. The page and the index are built by :mod:`chaos.nightly_report`
-and :mod:`chaos.nightly_index`; the verdict and the exit code are certify's.
+This module runs the night and keeps the folders; the night's labels come from
+:mod:`chaos.nightly_labels`, its page from :mod:`chaos.nightly_report` (the timeline
+from :mod:`chaos.nightly_timeline`, the charts from :mod:`chaos.nightly_charts`), and
+the index from :mod:`chaos.nightly_index` (what changed from
+:mod:`chaos.nightly_changes`). The verdict and the exit code are certify's; results.json
+is written again once the report is, with the night's labels and the report's time
+among its ``phases``.
 """
 
 from __future__ import annotations
@@ -132,7 +119,7 @@ def nightly(factory: Any = None, options: NightlyOptions | None = None, *,
     report = replace(report, labels=labels)
     page = render_report(report, suite=options.suite, started=started, history=history,
                          workers=options.workers, samples=samples(registry),
-                         ran=_ran(factory, options, report.seed, labels),
+                         ran=_ran(factory, options, report.seed),
                          stateful_share=options.stateful_share)
     (folder / "report.html").write_text(page, encoding="utf-8")
     report = replace(report, phases={**report.phases, "report": time.monotonic() - rendering})
@@ -148,7 +135,7 @@ def nightly(factory: Any = None, options: NightlyOptions | None = None, *,
     return NightlyResult(report, folder, index, removed)
 
 
-def _ran(factory: Any, options: NightlyOptions, seed: int, labels: Mapping[str, str]) -> str:
+def _ran(factory: Any, options: NightlyOptions, seed: int) -> str:
     """The nightly command these options make, with the seed the run drew and the labels
     given (the versions found are not flags)."""
     parts = ["memcert", "nightly"]
