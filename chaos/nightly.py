@@ -43,7 +43,7 @@ from .metrics import MetricsOptions
 from .nightly_index import NIGHT_FORMAT, render_index
 from .nightly_labels import check_labels, night_labels
 from .nightly_report import render_report, samples
-from .nightly_timeline import TIMELINE_BINS
+from .nightly_timeline import TIMELINE_BINS, Witnesses
 from .report import Report
 
 __all__ = ["TIMELINE_BINS", "NightlyOptions", "NightlyResult", "nightly", "render_index",
@@ -107,11 +107,13 @@ def nightly(factory: Any = None, options: NightlyOptions | None = None, *,
                 else CollectorRegistry())
     metrics = (replace(metrics, registry=registry, labels={**metrics.labels, **labels})
                if metrics else MetricsOptions(registry=registry, labels=labels))
+    witnesses = Witnesses()
     report = certify(factory, CertifyOptions(
         budget_s=options.budget_s or suite.budget_s, seed=options.seed, level=options.level,
         workers=options.workers, out=folder, suite=options.suite,
         processes=options.processes, stateful_share=options.stateful_share,
-        skip=options.skip, compress=options.compress), progress=progress, metrics=metrics)
+        skip=options.skip, compress=options.compress), progress=progress, metrics=metrics,
+        on_violation=witnesses.violation)
     history = find_history(folder)
     if history is None:
         raise FileNotFoundError(f"certify left no history in {folder}")
@@ -120,7 +122,7 @@ def nightly(factory: Any = None, options: NightlyOptions | None = None, *,
     page = render_report(report, suite=options.suite, started=started, history=history,
                          workers=options.workers, samples=samples(registry),
                          ran=_ran(factory, options, report.seed),
-                         stateful_share=options.stateful_share)
+                         stateful_share=options.stateful_share, witnesses=witnesses)
     (folder / "report.html").write_text(page, encoding="utf-8")
     report = replace(report, phases={**report.phases, "report": time.monotonic() - rendering})
     report.write(folder)

@@ -41,7 +41,7 @@ from .nightly_charts import bar_chart, latency_chart
 from .nightly_index import by_count
 from .nightly_page import escape as _e
 from .nightly_page import page, size_text
-from .nightly_timeline import TIMELINE_JS, timeline
+from .nightly_timeline import TIMELINE_JS, Witnesses, timeline
 from .report import INVARIANTS, PHASES, Report, format_rate
 
 __all__ = ["COUNTEREXAMPLES", "OVERRUN_NOTE", "Sample", "render_report", "samples"]
@@ -101,17 +101,20 @@ def _latency(samples: Mapping[str, Sequence[Sample]]) -> dict[str, dict[str, lis
 
 def render_report(report: Report, *, suite: str, started: datetime, history: Path,
                   workers: int, samples: Mapping[str, Sequence[Sample]], ran: str = "",
-                  stateful_share: float = STATEFUL_SHARE) -> str:
+                  stateful_share: float = STATEFUL_SHARE,
+                  witnesses: Witnesses | None = None) -> str:
     """The night's self-contained page. ``ran`` is the command that ran (``memcert
     nightly ...``), shown above the one that reproduces its plans; ``stateful_share`` is
-    the run's, to say what each phase was meant to take of the budget."""
+    the run's, to say what each phase was meant to take of the budget; ``witnesses``
+    holds every violation's witnesses, as certify's check found them (None checks the
+    history again for them)."""
     began = time.monotonic()
     shown = _shown(report)
-    witnesses = {i for by_cause in shown.values() for violations in by_cause.values()
+    shown_ops = {i for by_cause in shown.values() for violations in by_cause.values()
                  for v in violations for i in v.witnesses}
     scenarios = [s.name for s in report.scenarios]
     line = timeline(history, level=report.level, scenarios=scenarios,  # type: ignore[arg-type]
-                    workers=workers, shown=witnesses)
+                    workers=workers, shown=shown_ops, witnesses=witnesses)
     reads = _by_scenario(samples, f"{READS.name}_total")
     violations = {checker: _by_scenario(samples, f"{metric.name}_total")
                   for checker, metric in VIOLATION_METRICS.items()}

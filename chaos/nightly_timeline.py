@@ -1,10 +1,11 @@
 """The report's timeline: every operation of the history in its worker's row, and every
 violation's witnesses marked, counted per column.
 
-The history is streamed twice and never held. The first pass checks it with the
-checkers (:func:`invariants.checkers.check_history`, the one definition of each
-invariant) told to report every violation they find, not only the few they keep, and
-takes the run's span; the second bins each operation, from its invocation to its
+The witnesses come from the checkers (the one definition of each invariant), told of
+every violation they find, not only the few they keep: a :class:`Witnesses` given to
+certify's own check of the saved history (``certify(on_violation=...)``), or, for a
+history checked elsewhere, one more check here. The history is then streamed twice and
+never held: once for its span, once to bin each operation, from its invocation to its
 completion, into :data:`TIMELINE_BINS` columns of its worker's row. A witness of any
 violation is marked in the column where it began: the page draws one mark per row and
 pixel column with the number of witnesses under it, so that thousands of violations
@@ -23,7 +24,7 @@ import msgspec
 import zstandard
 
 from invariants.checkers import check_history
-from invariants.history import Entry, HistoryStream, Paraphrase
+from invariants.history import HistoryStream, Paraphrase
 from invariants.verdict import Violation
 
 __all__ = [
@@ -31,6 +32,7 @@ __all__ = [
     "TIMELINE_BINS",
     "TIMELINE_JS",
     "Timeline",
+    "Witnesses",
     "scenario_of",
     "timeline",
 ]
@@ -94,14 +96,13 @@ class _Stamp(msgspec.Struct, gc=False):
 _STAMP = msgspec.json.Decoder(_Stamp)
 
 
-class _Witnesses:
-    """Every violation's witnesses, and the history's first and last time, in one pass."""
+class Witnesses:
+    """Every violation's witness operations, each once, as the checkers find them: pass
+    :meth:`violation` as ``on_violation``. At most :data:`MARKED_OPS` are kept."""
 
     def __init__(self) -> None:
         self.ops: set[int] = set()
         self.truncated = False
-        self.first: int | None = None
-        self.last = 0
 
     def violation(self, violation: Violation) -> None:
         for op in violation.witnesses:
@@ -110,30 +111,30 @@ class _Witnesses:
             elif op not in self.ops:
                 self.truncated = True
 
-    def entry(self, entry: Entry) -> None:
-        if self.first is None:
-            self.first = entry.time_ns
-        self.last = entry.time_ns
-
 
 def timeline(history: Path, *, level: Paraphrase, scenarios: Sequence[str], workers: int,
-             shown: set[int]) -> Timeline:
+             shown: set[int], witnesses: Witnesses | None = None) -> Timeline:
     """Bin every operation of the history into its worker's row; ``shown`` are the
-    witnesses of the counterexamples shown in full, whose history lines are kept.
+    witnesses of the counterexamples shown in full, whose history lines are kept, and
+    ``witnesses`` those of every violation (None checks the history for them).
 
     certify numbers workers per scenario, in suite order: scenario ``i`` runs workers
     ``i * (W + 1)`` to ``i * (W + 1) + W - 1`` and does its final reads as worker
     ``i * (W + 1) + W``.
     """
-    found = _Witnesses()
-    check_history(HistoryStream(history, allow_incomplete=True), level=level, keep=0,
-                  also=[found.entry], on_violation=found.violation)
-    witnesses = found.ops
-    if found.first is None:
-        return Timeline(TIMELINE_BINS, 0.0, [], [], [], {}, sum(map(len, history_lines(
-            history))), 0)
-    first = found.first
-    width = max(1, found.last - first)
+    if witnesses is None:
+        witnesses = Witnesses()
+        check_history(HistoryStream(history), level=level, keep=0,
+                      on_violation=witnesses.violation)
+    head, tail = b"", b""
+    for line in history_lines(history):
+        head = head or line
+        tail = line
+    if not head:
+        return Timeline(TIMELINE_BINS, 0.0, [], [], [], {}, 0, 0)
+    first, last = _STAMP.decode(head).time_ns, _STAMP.decode(tail).time_ns
+    width = max(1, last - first)
+    marked = witnesses.ops
     rows: dict[int, list[int]] = {}
     invoked: dict[int, tuple[int, int]] = {}
     spans: dict[int, list[int]] = {}
@@ -153,7 +154,7 @@ def timeline(history: Path, *, level: Paraphrase, scenarios: Sequence[str], work
         index, since = invoked.pop(worker, (entry.index, at))
         if index in shown:
             operations.setdefault(index, []).append(line.decode("utf-8").rstrip("\n"))
-        witness = index in witnesses
+        witness = index in marked
         code = ("V" if witness else _CODE_OF_OK[entry.f] if etype == "ok"
                 else "u" if etype == "info"
                 else "x" if bytes(entry.result).startswith(b"{") else "e")
@@ -182,8 +183,8 @@ def timeline(history: Path, *, level: Paraphrase, scenarios: Sequence[str], work
                     "to": (b - first) / width} for i, (a, b) in sorted(spans.items())],
         operations=operations,
         plain_bytes=plain_bytes,
-        witnesses=len(witnesses),
-        truncated=found.truncated,
+        witnesses=len(marked),
+        truncated=witnesses.truncated,
     )
 
 
