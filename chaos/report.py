@@ -77,7 +77,7 @@ PHASES: dict[str, str] = {
     "final_reads": "reading every entity back after each scenario",
     "stateful": "the stateful phase: its search, then shrinking what it found",
     "checking": "checking the saved history",
-    "report": "writing report.html (it checks the history again, to mark every witness)",
+    "report": "writing report.html (it reads the history twice for the timeline)",
 }
 """The phases a run's ``phases`` times, in order, and what each does."""
 

@@ -153,8 +153,8 @@ def test_an_overrun_past_a_tenth_says_which_phases_took_the_time(nights):
     note = re.search(r'<div class="overrun">(.*?)</div>', page, re.S).group(1)
     assert "Over budget by 2.2 s (73%)" in note
     assert ("Here: final reads (0.30 s) and checking the history (2.1 s) took 2.4 s against "
-            "the 0.45 s reserved; writing report.html (it checks the history again, to mark "
-            "every witness) took 0.20 s against no share of the budget; checking the "
+            "the 0.45 s reserved; writing report.html (it reads the history twice for the "
+            "timeline) took 0.20 s against no share of the budget; checking the "
             "backend") in html.unescape(note)
     assert "<tr><td>checking</td><td>2.10 s</td>" in note
     on_time = replace(slow, elapsed_s=3.1, phases={"scenarios": 2.0, "checking": 0.3,
