@@ -165,7 +165,7 @@ def _table(nights: Sequence[tuple[str, Mapping[str, Any]]],
                     f'<td>{_e(results.get("verdict", ""))}</td>'
                     f'<td>{_e(results.get("backend", ""))}</td>'
                     f'<td>{_e(str(results.get("seed", "")))}</td>'
-                    f'<td>{float(results.get("elapsed_s", 0.0)):.0f} s</td>'
+                    f'<td class="took">{float(results.get("elapsed_s", 0.0)):.0f} s</td>'
                     f'<td class="labels">{labels.strip()}</td>{cells}</tr>')
     rows.append("</table></div>")
     return "\n".join(rows)

@@ -41,6 +41,7 @@ background:#fff;z-index:1;box-shadow:1px 0 0 #ddd}
 .scroll tr.failed td:first-child{background:#fde0dd}
 .scroll tr.unknown td:first-child{background:#fff3d6}
 .scroll td:last-child{min-width:16em;max-width:28em}
+td.took{white-space:nowrap}
 .labels code{background:#f0f0f0;padding:0 4px;margin-right:.4em;white-space:nowrap}
 #since{border:1px solid #ccc;border-left:6px solid #3182bd;padding:.2em 1em .6em;
 margin:1em 0}#since h2{margin-top:.4em;border:0}#since li{margin:.15em 0}
