@@ -5,7 +5,7 @@
 #                  reference_store, scenarios, chaos)
 #   make certify   memcert certify (CERTIFY_ARGS=... passes options)
 #   make bench     the benchmark (BENCH_ARGS=... passes options)
-#   make clean     remove the virtualenv, caches and build output
+#   make clean     remove the virtualenv, caches (axe-core from npm in .cache) and build output
 # PYTEST_ARGS=... is passed to pytest, e.g. PYTEST_ARGS='-k normalize -x'.
 
 SHELL := /bin/bash
@@ -63,5 +63,5 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks $(BENCH_ARGS)
 
 clean:
-	rm -rf $(VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache .hypothesis .cache
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -33,6 +33,7 @@ from invariants.errors import InvalidArgument
 from invariants.factory import REFERENCE, ResolvedBackend, probe, resolve_backend
 from invariants.history import Entry, HistoryRecorder, Paraphrase, find_history
 from invariants.levels import CLAIMABLE_LEVELS
+from invariants.verdict import Violation
 from scenarios import load_suite
 from scenarios.plan import Plan
 
@@ -141,13 +142,15 @@ class Progress:
 
 def certify(factory: BackendFactory | str | ResolvedBackend | None = None,
             options: CertifyOptions | None = None, *, progress: Progress | None = None,
-            metrics: MetricsOptions | None = None) -> Report:
+            metrics: MetricsOptions | None = None,
+            on_violation: Callable[[Violation], None] | None = None) -> Report:
     """Certify a backend: ``factory`` is a callable, a ``package.module:callable`` spec, a
     backend :func:`~invariants.factory.resolve_backend` resolved already, or None for the
     reference store on an embedded SQLite file.
 
     ``metrics`` serves the run's live metrics while it records, and pushes them once the
-    verdict is in; they observe the run and never feed back into it.
+    verdict is in; they observe the run and never feed back into it. ``on_violation`` is
+    told every violation the check of the saved history finds, kept or not.
 
     With ``fail_fast``, the first violation the online checkers count (they lag the run
     by a flush interval) ends the run: every worker stops after its step, the entities
@@ -169,6 +172,8 @@ def certify(factory: BackendFactory | str | ResolvedBackend | None = None,
              for entry in suite.entries]
     run_budget = options.budget_s * (1 - CHECK_RESERVE - options.stateful_share)
     total_share = sum(entry.share for entry, _ in plans) or 1.0
+    phases = dict.fromkeys(("setup", "scenarios", "final_reads"), 0.0)
+    phases["setup"] = time.monotonic() - started
 
     summaries: list[ScenarioSummary] = []
     stopped = ""
@@ -187,6 +192,8 @@ def certify(factory: BackendFactory | str | ResolvedBackend | None = None,
             result = _run_scenario(backend, plan, recording, progress, options,
                                    first_worker, run_budget * entry.share / total_share)
             first_worker += len(plan.workers) + 1
+            phases["scenarios"] += result.elapsed_s - result.final_reads_s
+            phases["final_reads"] += result.final_reads_s
             can_restore &= result.restore_supported
             summaries.append(ScenarioSummary(
                 plan.scenario, result.steps_planned, result.steps_done, result.elapsed_s,
@@ -199,11 +206,14 @@ def certify(factory: BackendFactory | str | ResolvedBackend | None = None,
         stateful = None
         if options.stateful_share > 0 and not stopped:
             progress.scenario("stateful (Hypothesis)")
+            searching = time.monotonic()
             stateful = _stateful_phase(backend, seed, options)
+            phases["stateful"] = time.monotonic() - searching
         progress.finish()
         return recording.judge(
             seed=seed, scenarios=summaries, restore_supported=can_restore,
             started=started, stateful=stateful, skip=options.skip, stopped=stopped,
+            budget_s=options.budget_s, phases=phases, on_violation=on_violation,
             command=_command(backend.name, seed, options,
                              getattr(backend.factory, "command_args", None)))
 
@@ -302,20 +312,26 @@ class Recording:
 
     def judge(self, *, seed: int, scenarios: Sequence[ScenarioSummary], restore_supported: bool,
               started: float, command: str, stateful: Mapping[str, Any] | None = None,
-              skip: Sequence[str] = (), stopped: str = "") -> Report:
+              skip: Sequence[str] = (), stopped: str = "", budget_s: float | None = None,
+              phases: Mapping[str, float] | None = None,
+              on_violation: Callable[[Violation], None] | None = None) -> Report:
         """Check the saved history with the same checkers, streaming it (the online
         checkers' index is freed first), write results.json and junit.xml, and push the
-        metrics with the verdict."""
+        metrics with the verdict. ``phases`` are the seconds the run's phases took so
+        far; checking is added to them."""
         self.close()
         self.online.close()
+        checking = time.monotonic()
         judged = judge_file(self.history, level=self.level,
-                            nemesis=[e for s in scenarios for e in s.nemesis])
+                            nemesis=[e for s in scenarios for e in s.nemesis],
+                            on_violation=on_violation)
+        timed = {**(phases or {}), "checking": time.monotonic() - checking}
         report = build_report(
             backend=self.backend, seed=seed, level=self.level, checks=judged.checks,
             coverage=judged.coverage, scenarios=scenarios, errors=judged.errors,
             restore_supported=restore_supported, history_entries=judged.entries,
             elapsed_s=time.monotonic() - started, command=command, stateful=stateful,
-            skip=skip, stopped=stopped)
+            skip=skip, stopped=stopped, budget_s=budget_s, phases=timed)
         report.write(self.out)
         if self.exporter is not None:
             self.exporter.finish(success=report.verdict == "certified",

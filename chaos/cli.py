@@ -141,13 +141,15 @@ def _dispatch(args: argparse.Namespace) -> tuple[Report, list[str]]:
         return _chaos(args, progress, metrics), [_saved("output", Path(args.out))]
     if args.command == "nightly":
         from .nightly import NightlyOptions, nightly
+        from .nightly_labels import parse_labels_env
 
+        labels = {**parse_labels_env(os.environ.get("MEMCERT_LABELS", "")), **dict(args.label)}
         with _backend(args) as backend:
             night = nightly(backend, NightlyOptions(
                 out=Path(args.out), suite=args.suite, budget_s=args.budget, seed=args.seed,
                 level=args.level, workers=args.workers, processes=args.processes,
-                keep=args.keep, stateful_share=args.stateful_share, skip=skip_names(args)),
-                progress=progress, metrics=metrics)
+                keep=args.keep, stateful_share=args.stateful_share, skip=skip_names(args),
+                labels=labels), progress=progress, metrics=metrics)
         return night.report, [_saved("report", night.folder / "report.html"),
                               _saved("index", night.index)]
     options = CertifyOptions(budget_s=args.budget, seed=args.seed, level=args.level,

@@ -16,8 +16,10 @@ from collections.abc import Callable, Sequence
 from importlib import metadata
 from typing import NoReturn, TypeVar
 
+from invariants.errors import InvalidArgument
 from invariants.levels import CLAIMABLE_LEVELS
 
+from .nightly_labels import parse_label
 from .report import INVARIANTS
 
 __all__ = ["STATEFUL_SHARE_MAX", "UsageError", "audit_namespaces", "build_parser", "help_hint",
@@ -120,6 +122,14 @@ def _port(flag: str) -> Callable[[str], int]:
 def _url(flag: str) -> Callable[[str], str]:
     return _checked(flag, str, lambda u: u.lower().startswith(("http://", "https://")),
                     "an http(s) URL, e.g. http://127.0.0.1:9091")
+
+
+def _label(text: str) -> tuple[str, str]:
+    """``--label KEY=VALUE``, checked as the pushed metrics need it."""
+    try:
+        return parse_label(text)
+    except InvalidArgument as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 STATEFUL_SHARE_MAX = 0.8
@@ -241,6 +251,12 @@ def build_parser() -> argparse.ArgumentParser:
                           "own budget_s]")
     _add_plan_options(job)
     _add_skip_option(job)
+    job.add_argument("--label", action="append", type=_label, default=[], metavar="KEY=VALUE",
+                     help="record a label with the night, e.g. backend_version=1.4.2 or "
+                          "commit=abc123; repeatable; shown on the report and the index, in "
+                          "results.json and on the pushed memcert_run_info as label_KEY "
+                          "[env MEMCERT_LABELS=k1=v1,k2=v2; memcert_version and the "
+                          "factory's package version are recorded anyway]")
     kept = nightly.add_argument_group("output")
     kept.add_argument("--out", default=_env("MEMCERT_NIGHTLY_OUT", "memcert-nightly"),
                       metavar="DIR",

@@ -71,10 +71,12 @@ def run_plan(
     else:
         result = run_workers(factory, plan, range(len(plan.workers)), recorder, shared,
                              deadline, first_worker, on_step, stop=stop)
+    reading = time.monotonic()
     backend = factory()
     try:
         final_reads(backend, plan, recorder, first_worker + len(plan.workers))
     finally:
         backend.close()
+    result.final_reads_s = time.monotonic() - reading
     result.elapsed_s = time.monotonic() - started
     return result

@@ -18,7 +18,7 @@ from typing import Any
 
 from invariants.checkers import check_history
 from invariants.history import Entry, HistoryStream, Paraphrase
-from invariants.verdict import CheckResult
+from invariants.verdict import CheckResult, Violation
 
 from .coverage import Coverage
 
@@ -62,19 +62,22 @@ def judge_file(path: Path, *, level: Paraphrase,
                nemesis: Sequence[Mapping[str, Any]] = (),
                allow_incomplete: bool = False,
                progress: Callable[[int], None] | None = None,
-               defects: Sequence[str] = ()) -> Judged:
+               defects: Sequence[str] = (),
+               on_violation: Callable[[Violation], None] | None = None) -> Judged:
     """Check the history at ``path`` (plain or compressed) and count what its report
     needs, streaming it once; ``nemesis`` are the events of every scenario's nemesis, for
     the network and crash conditions of coverage. ``progress`` is told the entries read
     so far, every :data:`PROGRESS_EVERY`: judging a long run takes a while. ``defects``
     are what was lost on the way to this file (a worker's history cut short, before it
-    was merged into this one): every result notes them, as it notes the file's own."""
+    was merged into this one): every result notes them, as it notes the file's own.
+    ``on_violation`` is told every violation found, kept or not (report.html marks them
+    all from this same pass)."""
     coverage = Coverage(nemesis)
     taps: list[Callable[[Entry], None]] = [coverage.observe]
     if progress is not None:
         taps.append(_Every(progress).observe)
     checks = check_history(HistoryStream(path, allow_incomplete=allow_incomplete), level=level,
-                           also=taps)
+                           also=taps, on_violation=on_violation)
     if defects:
         checks = {name: replace(check, notes=(*check.notes, *defects))
                   for name, check in checks.items()}

@@ -40,7 +40,7 @@ import threading
 import time
 from bisect import bisect_left
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Any, Literal
 
@@ -85,6 +85,7 @@ __all__ = [
     "DUPLICATES",
     "FAILED_CHECKS",
     "ISOLATION_LEAKS",
+    "LABEL_PREFIX",
     "LOST_WRITES",
     "METRICS",
     "NAMESPACE",
@@ -219,6 +220,11 @@ class _Histogram:
         self.sum_ns = 0
 
 
+LABEL_PREFIX = "label_"
+"""A night's label ``KEY`` is ``label_KEY`` on ``memcert_run_info``: apart from the
+labels memcert itself sets, whatever the key."""
+
+
 class RunMetrics(Collector):
     """The live metrics of one run; register it in a registry, and observe the recorder.
 
@@ -228,17 +234,20 @@ class RunMetrics(Collector):
     checker name and cause (``CheckerSuite.cause_counts``); all are called at scrape time
     only. Without ``rate_terms`` no checks are exported, and without ``causes`` no
     violations by cause: a zero there would claim a check that was never made.
+    ``labels`` join ``memcert_run_info``, each as ``label_KEY``.
     """
 
     def __init__(self, *, backend: str, suite: str, level: str, seed: int,
                  violations: Callable[[], Mapping[str, int]],
                  rate_terms: Callable[[], Mapping[str, tuple[int, int]]] | None = None,
                  causes: Callable[[], Mapping[str, Mapping[str, int]]] | None = None,
+                 labels: Mapping[str, str] | None = None,
                  ) -> None:
         self._backend = backend
         self._suite = suite
         self._info = {"backend": backend, "suite": suite, "version": version(),
-                      "seed": str(seed), "level": level}
+                      "seed": str(seed), "level": level,
+                      **{f"{LABEL_PREFIX}{key}": value for key, value in (labels or {}).items()}}
         self._violations = violations
         self._rate_terms = rate_terms
         self._causes = causes
@@ -507,7 +516,9 @@ class MetricsOptions:
 
     ``port`` 0 picks a free port; ``on_serving`` is told the port once it serves.
     ``registry`` is the registry the run's collector joins; a fresh one is made when it
-    is None.
+    is None. ``labels`` (a night's, :mod:`chaos.nightly_labels`) join
+    ``memcert_run_info`` as ``label_KEY``: an info metric, so that a version that changes
+    every night makes no new series of the counters.
     """
 
     port: int | None = None
@@ -515,6 +526,7 @@ class MetricsOptions:
     job: str = JOB
     registry: CollectorRegistry | None = None
     on_serving: Callable[[int], None] | None = None
+    labels: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.port is not None and not 0 <= self.port <= 65535:
@@ -550,7 +562,8 @@ class Exporter:
               ) -> Exporter:
         registry = options.registry if options.registry is not None else CollectorRegistry()
         metrics = RunMetrics(backend=backend, suite=suite, level=level, seed=seed,
-                             violations=violations, rate_terms=rate_terms, causes=causes)
+                             violations=violations, rate_terms=rate_terms, causes=causes,
+                             labels=options.labels)
         registry.register(metrics)
         exporter = cls(options, metrics, registry, {"backend": backend, "suite": suite})
         if options.port is not None:

@@ -4,8 +4,10 @@
 ``backend``, ``seed``, ``level``, ``verdict`` (``certified`` | ``failed`` | ``unknown``),
 and ``invariants`` keyed by the six guarantees, each with at least ``verdict`` (``pass`` |
 ``fail`` | ``unknown`` | ``skipped``), ``violations``, ``checked``, ``rate`` and
-``examples``. The phantom checker (a value no write produced) reports under
-``durability``: both say the store does not return what it was given.
+``examples``; ``budget_s`` and ``phases`` (seconds per phase, :data:`PHASES`) say where
+the run's time went, and ``labels`` holds a night's labels. The phantom checker (a value
+no write produced) reports under ``durability``: both say the store does not return what
+it was given.
 
 Two phases can find a violation: the chaos scenarios, whose history is checked, and
 the stateful phase, whose shrunk programs are saved under ``stateful/``. Each
@@ -49,6 +51,7 @@ from .explain import (
 
 __all__ = [
     "INVARIANTS",
+    "PHASES",
     "InvariantVerdict",
     "Report",
     "ScenarioSummary",
@@ -67,6 +70,16 @@ INVARIANTS: dict[str, tuple[str, ...]] = {
     "isolation": ("isolation",),
 }
 """Each results.json invariant, and the checkers whose verdicts it combines."""
+
+PHASES: dict[str, str] = {
+    "setup": "checking the backend and planning the scenarios",
+    "scenarios": "the scenarios' workers",
+    "final_reads": "reading every entity back after each scenario",
+    "stateful": "the stateful phase: its search, then shrinking what it found",
+    "checking": "checking the saved history",
+    "report": "writing report.html (it reads the history twice for the timeline)",
+}
+"""The phases a run's ``phases`` times, in order, and what each does."""
 
 InvariantOutcome = Literal["pass", "fail", "unknown", "skipped"]
 Overall = Literal["certified", "failed", "unknown"]
@@ -170,6 +183,13 @@ class Report:
     skip: tuple[str, ...] = ()
     stopped: str = ""
     """Why the run stopped before its plans ended (``--fail-fast``), or ""."""
+    budget_s: float | None = None
+    """The wall-clock budget the run was given; None for a replay."""
+    phases: Mapping[str, float] = field(default_factory=dict)
+    """Seconds per phase of the run, in order (:data:`PHASES`): where the time went when
+    ``elapsed_s`` overran ``budget_s``."""
+    labels: Mapping[str, str] = field(default_factory=dict)
+    """A night's labels (``memcert nightly --label``): what was tested."""
 
     @property
     def skipped_on_request(self) -> str:
@@ -206,6 +226,9 @@ class Report:
             "elapsed_s": round(self.elapsed_s, 3),
             "reproduce": self.command,
             "stateful": None if self.stateful is None else dict(self.stateful),
+            "budget_s": self.budget_s,
+            "phases": {name: round(seconds, 3) for name, seconds in self.phases.items()},
+            "labels": dict(self.labels),
         }
 
     def write(self, out: Path) -> None:
@@ -232,6 +255,8 @@ def build_report(
     stateful: Mapping[str, Any] | None = None,
     skip: Collection[str] = (),
     stopped: str = "",
+    budget_s: float | None = None,
+    phases: Mapping[str, float] | None = None,
 ) -> Report:
     """Combine checker results, coverage and the stateful phase's findings (the JSON
     form of :class:`invariants.stateful.StatefulOutcome`) into per-invariant verdicts;
@@ -253,7 +278,7 @@ def build_report(
     return Report(backend, seed, level, overall, invariants, dict(checks), dict(coverage),
                   tuple(scenarios), restore_supported, history_entries, elapsed_s, command,
                   dict(errors or {}), stateful, tuple(n for n in INVARIANTS if n in skip),
-                  stopped)
+                  stopped, budget_s, dict(phases or {}))
 
 
 def _with_stateful(verdict: InvariantVerdict, checkers: tuple[str, ...],

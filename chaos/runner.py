@@ -63,6 +63,8 @@ class RunResult:
     """What the nemesis did, for a plan with a network (see :class:`chaos.nemesis.Nemesis`)."""
     stopped: bool = False
     """The ``stop`` event ended the run before its plan did."""
+    final_reads_s: float = 0.0
+    """Of ``elapsed_s``, the time the entities took to be read back at the end."""
 
 
 @dataclass

@@ -28,7 +28,7 @@ from invariants.causes import CAUSES
 from invariants.errors import InvalidArgument
 from invariants.history import Entry, History, HistoryError, HistoryStream, collector_paused
 from invariants.levels import Paraphrase
-from invariants.verdict import CheckResult, Validity
+from invariants.verdict import CheckResult, Validity, Violation
 
 from ._base import Checker
 from ._trace import IDLE_ENTRIES, Trace
@@ -78,6 +78,7 @@ class CheckerSuite:
     is the normalization level the backend claims; ``keep`` bounds the violations kept
     in full per checker; after ``idle`` entries that did not touch an entity, the
     shared index moves that entity to a temporary file until one does.
+    ``on_violation`` is told every violation any checker finds, kept or not.
 
     A checker that raises while observing, or while building its result, is dropped
     from the run and reported as UNKNOWN with the error in its notes; the others go
@@ -92,6 +93,7 @@ class CheckerSuite:
         level: Paraphrase = "semantic",
         keep: int = 20,
         idle: int = IDLE_ENTRIES,
+        on_violation: Callable[[Violation], None] | None = None,
     ) -> None:
         wanted = CHECKER_NAMES if names is None else tuple(names)
         for name in wanted:
@@ -110,6 +112,7 @@ class CheckerSuite:
                     )
                 else:
                     checker = cls(trace=self._trace, keep=keep)
+                checker.on_violation = on_violation
                 self.checkers[cls.name] = checker
         self._live: list[Checker] = list(self.checkers.values())
         self._crashes: dict[str, str] = {}
@@ -308,6 +311,7 @@ def check_history(
     level: Paraphrase = "semantic",
     keep: int = 20,
     also: Sequence[Callable[[Entry], None]] = (),
+    on_violation: Callable[[Violation], None] | None = None,
 ) -> dict[str, CheckResult]:
     """Check a whole history with fresh checkers; the same code a run uses online.
 
@@ -317,10 +321,11 @@ def check_history(
     :class:`History` (from :func:`~invariants.history.read_history` or built in
     memory). Both are validated as they are read; a bare iterable of entries is only
     checked for order. ``also`` are given every entry as it is consumed
-    (:meth:`CheckerSuite.observe_all`). Python's cyclic garbage collector is paused
+    (:meth:`CheckerSuite.observe_all`), ``on_violation`` every violation found, kept or
+    not. Python's cyclic garbage collector is paused
     while it runs (what it builds stays alive until it returns), and restored afterwards.
     """
-    suite = CheckerSuite(names=names, level=level, keep=keep)
+    suite = CheckerSuite(names=names, level=level, keep=keep, on_violation=on_violation)
     with collector_paused():
         suite.observe_all(history, also=also)
         results = suite.results()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import abc
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import replace
 from typing import ClassVar
 
@@ -46,12 +47,15 @@ class Checker(abc.ABC):
     while every one is counted, and past it the first :data:`PER_CAUSE` (at most
     ``keep``) of each cause are kept too, so that every cause found has an example. Each kept
     violation's ``repeats`` counts every violation citing the same operations.
+    :attr:`on_violation`, when set, is told every violation as it is found, kept or not:
+    a report that marks every violation's witnesses needs them all, which ``keep`` bounds.
     """
 
     name: ClassVar[str]
     kind: ClassVar[ViolationKind]
     numerator_name: ClassVar[str]
     denominator_name: ClassVar[str]
+    on_violation: Callable[[Violation], None] | None = None
 
     def __init__(self, *, trace: Trace | None = None, keep: int = 20) -> None:
         if not isinstance(keep, int) or isinstance(keep, bool) or keep < 0:
@@ -167,6 +171,8 @@ class Checker(abc.ABC):
             self._kept.append(violation)
             self._per_cause[cause] += 1
             repeats.setdefault(cited, 1)
+        if self.on_violation is not None:
+            self.on_violation(violation)
         return violation
 
     @abc.abstractmethod

@@ -7,7 +7,6 @@ import html
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from datetime import UTC, datetime
@@ -27,7 +26,7 @@ from invariants.checkers import check_history
 from invariants.errors import InvalidArgument
 from invariants.history import HistoryRecorder, Read, WriteMeta
 from invariants.verdict import render_explanation
-from tests.conftest import required_here, skip_or_fail
+from tests.chaos.browser import find_chromium
 
 REPO = Path(__file__).resolve().parents[2]
 NIGHT_1 = datetime(2026, 11, 28, 2, 0, 0, tzinfo=UTC)
@@ -202,10 +201,12 @@ def test_the_index_shows_the_causes_found_under_each_rate_and_keeps_old_nights()
     assert "<title>2026-11-28T020000Z: 0.2500 (alias 4, race 1)</title>" in page
     assert page_data(page)["nights"] == [
         {"night": "2026-11-27T020000Z", "verdict": "failed", "backend": "b:f", "seed": 2,
+         "labels": {},
          "invariants": {"uniqueness": {"verdict": "fail", "rate": 0.5, "rate_numerator": 0,
                                        "rate_denominator": 2, "violations": 0,
                                        "causes": {}}}},
         {"night": "2026-11-28T020000Z", "verdict": "failed", "backend": "b:f", "seed": 3,
+         "labels": {},
          "invariants": {"uniqueness": {"verdict": "fail", "rate": 0.25, "rate_numerator": 1,
                                        "rate_denominator": 4, "violations": 5,
                                        "causes": {"race": 1, "alias": 4,
@@ -257,24 +258,6 @@ def test_the_command_exits_non_zero_on_a_violation(tmp_path):
 # -- the report in a real browser ------------------------------------------------------
 
 
-def find_chromium() -> str:
-    """Debian's chromium; installed with apt-get when missing, where the set-up may."""
-    for name in ("chromium", "chromium-browser"):
-        found = shutil.which(name)
-        if found:
-            return found
-    if required_here() and os.geteuid() == 0:
-        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-        subprocess.run(["apt-get", "update"], check=True, env=env, stdin=subprocess.DEVNULL)
-        subprocess.run(["apt-get", "install", "-y", "--no-install-recommends", "chromium"],
-                       check=True, env=env, stdin=subprocess.DEVNULL)
-        found = shutil.which("chromium")
-        if found:
-            return found
-    skip_or_fail("chromium is not installed: `apt-get install chromium` (make test does it as "
-                 "root)", tests="the report's browser tests")
-
-
 def chromium(binary: str, page: Path, *flags: str) -> subprocess.CompletedProcess[str]:
     """Open ``page`` headless, offline, and let its script run."""
     return subprocess.run(
@@ -297,7 +280,8 @@ def test_the_report_renders_in_headless_chromium_without_console_errors(two_nigh
     data = json.loads(re.search(r'<script type="application/json" id="data">(.*?)</script>',
                                 page.read_text(), re.S).group(1))
     assert re.search(r'data-rendered="(\d+)"', canvas).group(1) == str(len(data["rows"]))
-    assert re.search(r'data-marks="(\d+)"', canvas).group(1) == str(len(data["marks"]))
+    assert re.search(r'data-marks="(\d+)"', canvas).group(1) == str(
+        sum(mark["count"] for mark in data["marks"])) == str(data["witnesses"])
     assert data["rows"] and data["marks"]
     assert dom.stdout.count('class="chart bars"') == len(bad.report.scenarios)
     assert dom.stdout.count('class="chart latency"') == len(bad.report.scenarios)
