@@ -33,9 +33,10 @@ none, which is agno's default (``EntityMemoryConfig.model`` is ``None``).
   one fact per write. A fact is a sentence, with no fields, so the fact's text is the
   write's attribute, value and ``causal_seq`` as JSON; agno compares facts by their text
   folded for case and whitespace, so a repeated write (one ``op_id``, one
-  ``causal_seq``) is a repeated fact. agno answers in prose: "Recorded 1 fact(s)" is
-  ``applied=True``, "Skipped 1 already-recorded fact(s)" is ``applied=False,
-  reason="duplicate"``, and anything else raises, so the outcome counts as unknown.
+  ``causal_seq``) is a repeated fact. agno answers in prose: "Recorded 1 fact(s)" and
+  "Skipped 1 already-recorded fact(s)" both say the fact is stored, so both are
+  ``applied=True`` (a retry gets its first outcome); anything else raises, so the
+  outcome counts as unknown.
 - **delete** is ``forget(entity, namespace=...)``, which archives the entity: agno's
   only way to forget one.
 - **read** is agno's ``recall``, what agno puts in an agent's context, which leaves
@@ -150,10 +151,8 @@ class AgnoEntityBackend:
                            "causal_seq": op.causal_seq}, ensure_ascii=False)
         answer = self.store.remember_about(entity=op.entity_id, entity_type=ENTITY_TYPE,
                                            facts=[fact], namespace=op.namespace)
-        if "Recorded 1 fact(s)" in answer:
+        if "Recorded 1 fact(s)" in answer or "Skipped 1 already-recorded fact(s)" in answer:
             return Ack(True)
-        if "Skipped 1 already-recorded fact(s)" in answer:
-            return Ack(False, reason="duplicate")
         raise RuntimeError(f"agno answered remember_about with {answer!r}")
 
     def delete(self, op: Delete) -> Ack:
