@@ -26,6 +26,7 @@ PAGES = {
     "langmem.md": ("langmem", "langmem-search"),
     "mem0.md": ("mem0", "mem0-infer"),
     "agno.md": ("agno-memory", "agno-entity"),
+    "autogen-chromadb.md": ("autogen-chromadb-memory", "chromadb-upsert"),
 }
 """Each page's verdict tables, in the order they appear, and the saved run of each."""
 
@@ -41,6 +42,8 @@ README_ROWS = {
     "mem0 `Memory`, `infer=True`": "mem0-infer",
     "agno user memories, `MemoryManager`": "agno-memory",
     "agno `EntityMemoryStore`": "agno-entity",
+    "AutoGen `ChromaDBVectorMemory`": "autogen-chromadb-memory",
+    "Chroma collection, one id per slot": "chromadb-upsert",
 }
 """The comparison table's rows, by how each begins, and the saved run of each."""
 
