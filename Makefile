@@ -53,7 +53,7 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	touch $@
 
 lint: $(STAMP)
-	$(BIN)/ruff check . scripts/throwaway-pg scripts/throwaway-prometheus
+	$(BIN)/ruff check . scripts/throwaway-pg scripts/throwaway-prometheus scripts/findings
 	$(BIN)/mypy
 
 # MEMCERT_REQUIRE_PG=1 turns a missing server or tool into a failure instead of a
@@ -76,6 +76,9 @@ test: lint
 		torch==2.13.0)
 	.venv-fw-$*/bin/python -m pip install --quiet -e '.[$*,testbase]'
 	touch $@
+# A stamp is an intermediate of the pattern rules below, which make would delete after
+# the run, reinstalling the venv every time.
+.PRECIOUS: .venv-fw-%/.memcert-installed
 
 # tests/frameworks/test_<extra>*.py under the framework's own venv, one framework after
 # another; a framework with no test file is an error, never the whole suite. --confcutdir

@@ -5,10 +5,10 @@ Two profiles, the two ways agno keeps facts about someone, usable as specs::
     memcert certify invariants.adapters.agno:factory          # user memories, MemoryManager
     memcert certify invariants.adapters.agno:entity_factory   # EntityMemoryStore
 
-Both run offline with no API key and no model: ``MemoryManager``'s direct methods never
-call one, and ``EntityMemoryStore`` skips its fact-supersession judge when it is given
-none, which is agno's default (``EntityMemoryConfig.model`` is ``None``).
-``AGNO_TELEMETRY=false`` is set before agno is imported.
+Both run offline with no API key. ``MemoryManager``'s direct methods call no model.
+``EntityMemoryStore`` calls one for its fact-supersession judge, which decides which
+live facts a new fact retires; :class:`ScriptedJudge` stands in for it, deciding as a
+perfect model would. ``AGNO_TELEMETRY=false`` is set before agno is imported.
 
 **User memories** (:class:`AgnoMemoryBackend`), through ``MemoryManager``:
 
@@ -39,6 +39,9 @@ none, which is agno's default (``EntityMemoryConfig.model`` is ``None``).
   outcome counts as unknown.
 - **delete** is ``forget(entity, namespace=...)``, which archives the entity: agno's
   only way to forget one.
+- **the judge** is :class:`ScriptedJudge`, given as ``EntityMemoryConfig.model``: agno
+  calls it inside ``remember_about``, between reading the entity's row and writing it
+  back, and retires the facts it names.
 - **read** is agno's ``recall``, what agno puts in an agent's context, which leaves
   archived entities out: ``recall(namespace=...)`` lists the namespace's entities (up to
   :data:`LISTING_LIMIT`, set as ``max_entities_in_directory``), and each one listed under
@@ -57,8 +60,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 import threading
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -69,8 +75,11 @@ from agno.db.sqlite import SqliteDb
 from agno.learn.config import EntityMemoryConfig
 from agno.learn.stores.entity_memory import EntityMemoryStore
 from agno.memory import MemoryManager
+from agno.models.base import Model
+from agno.models.response import ModelResponse
 
 from invariants.backend import Ack, Delete, Record, Restore, Write
+from invariants.normalize import Normalizer
 
 __all__ = [
     "ENTITY_TYPE",
@@ -78,8 +87,10 @@ __all__ = [
     "AgnoEntityBackend",
     "AgnoFactory",
     "AgnoMemoryBackend",
+    "ScriptedJudge",
     "entity_factory",
     "factory",
+    "superseded",
 ]
 
 ENTITY_TYPE = "person"
@@ -91,6 +102,70 @@ than this."""
 
 NO_RESTORE = ("agno forgets by deleting (user memories) or archiving (entities) and keeps "
               "no tombstone, so there is nothing to restore")
+
+
+_LIVE_FACT = re.compile(r"^- \[(?P<id>[^\]]+)\] (?P<fact>\{.*\})(?: \(as of [^)]*\))?$")
+_NEW_FACT = re.compile(r"^- (?P<fact>\{.*\})$")
+_NEW_FACTS = "\n\nNewly stated facts:\n"
+
+
+@dataclass
+class ScriptedJudge(Model):
+    """The model of ``EntityMemoryStore``'s fact-supersession judge, answering from a
+    fixed script, as a perfect model would.
+
+    agno (3.1) asks the judge one thing when a write brings facts to an entity that
+    has live ones: the entity's live facts, each with its id, and the new facts; it
+    offers one tool, ``mark_superseded(fact_ids, confidences)``. The script calls it
+    with every live fact about the same attribute as a new fact and older than it
+    (lower ``causal_seq``), with confidence 1: an update retires what it updates,
+    whatever the wording, and never a newer fact. Attributes are the same when
+    memcert's lexical normalizer gives them one slot (``city`` / ``City`` / 常住城市),
+    as a model that reads them would judge. Everything else is agno's: when it asks,
+    what it does with the answer, and what happens to the row around the call.
+    """
+
+    id: str = "memcert-scripted-judge"
+    provider: str | None = "memcert"
+
+    def invoke(self, *args: Any, **kwargs: Any) -> Any:
+        messages = kwargs.get("messages", args[0] if args else [])
+        if not messages or messages[-1].role == "tool":
+            return ModelResponse(role="assistant", content="Done.")
+        ids = superseded(str(messages[-1].content))
+        call = {"id": "memcert-judgement", "type": "function", "function": {
+            "name": "mark_superseded",
+            "arguments": json.dumps({"fact_ids": ids, "confidences": [1.0] * len(ids)})}}
+        return ModelResponse(role="assistant", tool_calls=[call])
+
+    async def ainvoke(self, *args: Any, **kwargs: Any) -> Any:
+        return self.invoke(*args, **kwargs)
+
+    def invoke_stream(self, *args: Any, **kwargs: Any) -> Iterator[Any]:
+        yield self.invoke(*args, **kwargs)
+
+    async def ainvoke_stream(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+        yield self.invoke(*args, **kwargs)
+
+    def _parse_provider_response(self, response: Any, **kwargs: Any) -> Any:
+        return response
+
+    def _parse_provider_response_delta(self, response: Any) -> Any:
+        return response
+
+
+_SLOTS = Normalizer("lexical")
+
+
+def superseded(prompt: str) -> list[str]:
+    """The ids of the live facts that the judge's prompt's new facts supersede."""
+    live, _, new = prompt.partition(_NEW_FACTS)
+    olds = [(m["id"], json.loads(m["fact"])) for line in live.splitlines()
+            if (m := _LIVE_FACT.match(line))]
+    news = [json.loads(m["fact"]) for line in new.splitlines() if (m := _NEW_FACT.match(line))]
+    return [fact_id for fact_id, old in olds
+            if any(_SLOTS.attribute_key(old["attribute"]) == _SLOTS.attribute_key(n["attribute"])
+                   and old["causal_seq"] < n["causal_seq"] for n in news)]
 
 
 def _user_id(namespace: str, entity_id: str) -> str:
@@ -220,7 +295,8 @@ class AgnoFactory:
                 self._db = SqliteDb(db_file=str(self._folder / "agno.db"))
             if self.entities:
                 return AgnoEntityBackend(EntityMemoryStore(config=EntityMemoryConfig(
-                    db=self._db, max_entities_in_directory=LISTING_LIMIT)))
+                    db=self._db, model=ScriptedJudge(),
+                    max_entities_in_directory=LISTING_LIMIT)))
             return AgnoMemoryBackend(MemoryManager(db=self._db))
 
 

@@ -17,6 +17,7 @@ from invariants.adapters.agno import (  # isort: skip
     AgnoEntityBackend,
     AgnoFactory,
     AgnoMemoryBackend,
+    superseded,
 )
 from invariants.backend import Ack, Delete, Record, Restore, Write
 
@@ -87,6 +88,33 @@ def test_entity_forget_hides_it_until_a_write_revives_it_with_its_old_facts(tmp_
                                            Record("alice", "job", "works as a nurse", 5, 0)]
 
 
+def test_entity_judge_retires_the_older_facts_of_a_slot_whatever_their_spelling(tmp_path):
+    backend = AgnoFactory(entities=True, folder=tmp_path)()
+    for attribute, value, seq in [("city", "lives in Paris", 1), ("City", "lives in Rome", 2),
+                                  ("job", "works as a nurse", 3), ("常住城市", "lives in Oslo", 0)]:
+        assert backend.write(write("alice", attribute, value, seq)) == Ack(True)
+    # The judge retired Paris for Rome; it retires nothing for Oslo, older than Rome, which
+    # agno adds all the same.
+    assert backend.read("ns", "alice") == [Record("alice", "City", "lives in Rome", 2, 0),
+                                           Record("alice", "job", "works as a nurse", 3, 0),
+                                           Record("alice", "常住城市", "lives in Oslo", 0, 0)]
+    backend.write(write("alice", "city", "lives in Bern", 4))
+    assert backend.read("ns", "alice") == [Record("alice", "job", "works as a nurse", 3, 0),
+                                           Record("alice", "city", "lives in Bern", 4, 0)]
+
+
+def test_the_script_reads_agnos_prompt_format():
+    prompt = ('Entity: person/alice\n\nLive facts:\n'
+              '- [a1] {"attribute": "city", "value": "lives in Paris", "causal_seq": 1}'
+              ' (as of 2026-12-02)\n'
+              '- [b2] {"attribute": "job", "value": "works as a nurse", "causal_seq": 2}\n'
+              '- [c3] {"attribute": "City", "value": "lives in Rome", "causal_seq": 9}\n\n'
+              'Newly stated facts:\n'
+              '- {"attribute": "city_of_residence", "value": "lives in Oslo", "causal_seq": 5}')
+    assert superseded(prompt) == ["a1"]
+    assert superseded(prompt.replace("city_of_residence", "hobby")) == []
+
+
 def test_entity_retry_is_stored_once_and_names_fold_to_one_entity(tmp_path):
     backend = AgnoFactory(entities=True, folder=tmp_path)()
     assert backend.write(write("user-1", "city", "lives in Paris", 1)) == Ack(True)
@@ -121,3 +149,8 @@ def test_repro_concurrent_remember_about_loses_acknowledged_facts():
     out = assert_still_fails("agno_lost_update", "40 of 40 calls answered 'Recorded 1 fact(s)'")
     kept = int(re.search(r"; (\d+) of 41 facts kept", out).group(1))
     assert kept < 41
+
+
+def test_repro_replace_user_memory_serves_bobs_text_as_alices_memory():
+    assert_still_fails("agno_wrong_entity", "after bob's replace: alice has ['bob lives in Rome'], "
+                       "bob has []")
