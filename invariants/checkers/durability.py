@@ -8,7 +8,7 @@ from dataclasses import replace
 from invariants.causes import classify
 from invariants.verdict import Key, LostExplanation, ReadRef, Violation, WriteRef
 
-from ._base import Checker
+from ._base import PER_CAUSE, Checker
 from ._trace import Trace
 from ._view import ReadView
 
@@ -48,6 +48,7 @@ class Durability(Checker):
                     found = lost.get(t.write.index)
                     if found is not None and found.served_later is None:
                         found.served_later = view.ref()
+                        self._keep_late(found)
         floors = view.floors()
         if floors is None:
             self._skipped += 1
@@ -75,7 +76,24 @@ class Durability(Checker):
                         concurrent=known.concurrent,
                     ),
                 )
-                self._add(violation)
+                added = self._add(violation)
+                if known.first is None:
+                    known.first = added
+
+    def _keep_late(self, found: _Lost) -> None:
+        """Keep an example of ``visible_late`` once a lost write is served.
+
+        Which violations are kept as examples is decided when each is found, by its
+        cause then (``lost_update`` or ``never_visible``); a write served later moves
+        to ``visible_late`` only now. Without this, a run whose early violations filled
+        the quotas would count ``visible_late`` with no example of it.
+        """
+        first = found.first
+        if first is None or self._per_cause["visible_late"] >= min(PER_CAUSE, self._keep):
+            return
+        if not any(kept is first for kept in self._kept):
+            self._kept.append(first)
+        self._per_cause["visible_late"] += 1
 
     def _revise(self, violation: Violation) -> Violation:
         e = violation.explanation
@@ -120,9 +138,11 @@ class Durability(Checker):
 class _Lost:
     """What the checker learns about one lost write as the history goes on."""
 
-    __slots__ = ("concurrent", "reads", "served_later")
+    __slots__ = ("concurrent", "first", "reads", "served_later")
 
     def __init__(self, concurrent: tuple[WriteRef, ...]) -> None:
         self.concurrent = concurrent
         self.reads = 0
         self.served_later: ReadRef | None = None
+        self.first: Violation | None = None
+        """Its first violation, the example of ``visible_late`` should it be served."""

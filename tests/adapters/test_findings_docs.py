@@ -25,6 +25,8 @@ PAGES = {
     "langgraph-sqlite-search.md": ("langgraph-sqlite-search",),
     "langmem.md": ("langmem", "langmem-search"),
     "mem0.md": ("mem0", "mem0-infer"),
+    "agno.md": ("agno-memory", "agno-entity"),
+    "autogen-chromadb.md": ("autogen-chromadb-memory", "chromadb-upsert"),
 }
 """Each page's verdict tables, in the order they appear, and the saved run of each."""
 
@@ -38,6 +40,10 @@ README_ROWS = {
     "LangMem `manage_memory` tool over `InMemoryStore` with a MiniLM": "langmem-search",
     "mem0 `Memory`, `infer=False`": "mem0",
     "mem0 `Memory`, `infer=True`": "mem0-infer",
+    "agno user memories, `MemoryManager`": "agno-memory",
+    "agno `EntityMemoryStore`": "agno-entity",
+    "AutoGen `ChromaDBVectorMemory`": "autogen-chromadb-memory",
+    "Chroma collection, one id per slot": "chromadb-upsert",
 }
 """The comparison table's rows, by how each begins, and the saved run of each."""
 

@@ -221,6 +221,20 @@ def test_a_write_a_later_read_serves_is_visible_late():
     assert result.groups[0].first.cause == "visible_late"
 
 
+def test_a_write_served_late_keeps_an_example_after_the_quotas_filled():
+    # keep=1: the first lost write fills the only slot, as never_visible; the second is
+    # found once the quota is full, and only a later read shows it was visible late.
+    h = HistoryBuilder()
+    h.write(0, "u1", "drink", "tea", 1).ok()
+    h.read(1, "u1").ok()
+    h.write(0, "u2", "food", "rice", 2).ok()
+    h.read(1, "u2").ok()
+    h.read(1, "u2").ok("rice")
+    result = check(h, "durability", keep=1)
+    assert result.causes == {"lost_update": 0, "never_visible": 1, "visible_late": 1}
+    assert sorted(v.cause for v in result.violations) == ["never_visible", "visible_late"]
+
+
 def test_a_value_written_only_in_another_namespace_is_a_leak():
     h = HistoryBuilder()
     h.write(0, "u1", "drink", "tea", 1, ns="other").ok()
