@@ -97,6 +97,7 @@ __all__ = [
     "HashEmbedder",
     "OverlapCrossEncoder",
     "ScriptedLLMClient",
+    "canonical",
     "factory",
     "fact",
     "search_factory",
@@ -129,19 +130,20 @@ class ScriptedLLMClient(LLMClient):  # type: ignore[misc]
     """An LLM client that answers graphiti's prompts as a perfect model would.
 
     ``add_triplet`` asks two things. Which existing entities a new node duplicates
-    (``NodeResolutions``): the one with the same name, if any. Which existing facts the
+    (``NodeResolutions``): the one whose name states the same thing, if any (a value
+    node named by a paraphrase of another's value is that node). Which existing facts the
     new fact duplicates or contradicts (``EdgeDuplicate``): a fact of the same subject
     and relation is a duplicate when its value states the same fact, and contradicted
     when it states another (an update of the slot). "Same relation" and "same fact" are
-    decided by memcert's lexical normalizer, so aliases and paraphrases are recognised
-    as a perfect model would; a negation is a different fact. Everything else (which
+    decided by memcert's lexical normalizer (:func:`canonical`), so aliases and
+    paraphrases are recognised as a perfect model would; a negation is a different fact. Everything else (which
     candidates to show the model, what to do with its answer, which edge to invalidate)
     is graphiti's. Any other prompt raises, so an unscripted question is never guessed.
     """
 
     def __init__(self) -> None:
         super().__init__(None)
-        self.normalizer = Normalizer("lexical")
+        self.normalizer = _NORMALIZER
 
     async def _generate_response(self, messages: list[Message],
                                  response_model: type[BaseModel] | None = None,
@@ -152,7 +154,7 @@ class ScriptedLLMClient(LLMClient):  # type: ignore[misc]
         if name == "EdgeDuplicate":
             return self._edges(sections)
         if name == "NodeResolutions":
-            return _nodes(sections)
+            return self._nodes(sections)
         raise RuntimeError(f"ScriptedLLMClient has no answer for a {name or 'free'} prompt")
 
     def _edges(self, sections: dict[str, str]) -> dict[str, Any]:
@@ -171,6 +173,15 @@ class ScriptedLLMClient(LLMClient):  # type: ignore[misc]
                 contradicted.append(item["idx"])
         return {"duplicate_facts": duplicates, "contradicted_facts": contradicted}
 
+    def _nodes(self, sections: dict[str, str]) -> dict[str, Any]:
+        key = self.normalizer.value_key
+        existing = {key(node["name"]): node["candidate_id"]
+                    for node in json.loads(sections["EXISTING ENTITIES"])}
+        return {"entity_resolutions": [
+            {"id": node["id"], "name": node["name"],
+             "duplicate_candidate_id": existing.get(key(node["name"]), -1)}
+            for node in json.loads(sections["ENTITIES"])]}
+
     def _slot(self, text: str) -> tuple[str, str, str] | None:
         parts = text.strip().split(SEPARATOR, 2)
         if len(parts) != 3:
@@ -180,19 +191,26 @@ class ScriptedLLMClient(LLMClient):  # type: ignore[misc]
                 self.normalizer.value_key(value))
 
 
-def _nodes(sections: dict[str, str]) -> dict[str, Any]:
-    extracted = json.loads(sections["ENTITIES"])
-    existing = {node["name"]: node["candidate_id"]
-                for node in json.loads(sections["EXISTING ENTITIES"])}
-    return {"entity_resolutions": [
-        {"id": node["id"], "name": node["name"],
-         "duplicate_candidate_id": existing.get(node["name"], -1)} for node in extracted]}
+_NORMALIZER = Normalizer("lexical")
+
+
+def canonical(text: str) -> str:
+    """What a text states, in memcert's lexical canonical form: a fact's subject, slot
+    and value key, or a name's value key. Two texts a perfect model would call the same
+    thing have the same canonical form."""
+    parts = text.strip().split(SEPARATOR, 2)
+    if len(parts) == 3:
+        entity, attribute, value = parts
+        return " ".join((entity, _NORMALIZER.attribute_key(attribute),
+                         _NORMALIZER.value_key(value)))
+    return _NORMALIZER.value_key(text)
 
 
 def _vector(text: str) -> list[float]:
-    """A bag of hashed words, unit length: texts sharing words are near each other."""
+    """A bag of hashed words of the text's canonical form, unit length: paraphrases
+    are one point, and texts sharing words are near each other."""
     vector = [0.0] * _DIMENSIONS
-    for word in re.findall(r"\w+", text.casefold()):
+    for word in re.findall(r"\w+", canonical(text)):
         digest = hashlib.blake2b(word.encode(), digest_size=4).digest()
         vector[int.from_bytes(digest, "big") % _DIMENSIONS] += 1.0
     norm = math.sqrt(sum(x * x for x in vector)) or 1.0
@@ -200,8 +218,9 @@ def _vector(text: str) -> list[float]:
 
 
 class HashEmbedder(EmbedderClient):  # type: ignore[misc]
-    """An embedder from word hashes: deterministic, offline, and close for texts that
-    share words, which is all graphiti's candidate search asks of it."""
+    """An embedder from word hashes of the canonical form: deterministic and offline,
+    and as good as a perfect model at what graphiti's candidate search asks of it,
+    putting texts that state the same thing together."""
 
     async def create(self, input_data: Any) -> list[float]:
         text = input_data if isinstance(input_data, str) else " ".join(map(str, input_data))
@@ -252,7 +271,8 @@ class GraphitiBackend:
             attributes={"causal_seq": op.causal_seq, "op_id": op.op_id,
                         "source": op.source or ""})
         kept = self.owner.run(self.graphiti.add_triplet(source, edge, target)).edges[0]
-        if kept.uuid != mine:
+        # add_triplet gives the edge a fresh uuid when the op_id's is another pair's.
+        if kept.uuid != edge.uuid:
             return Ack(False, reason="duplicate")
         if kept.invalid_at is not None or kept.expired_at is not None:
             return Ack(False, reason="invalidated")

@@ -1,6 +1,6 @@
 """graphiti-core 0.31 on Kuzu: two concurrent add_triplet calls for one slot keep both."""
-import asyncio, os, sys, tempfile, warnings
-os.environ["GRAPHITI_TELEMETRY_ENABLED"] = "false"; warnings.simplefilter("ignore")
+import asyncio, logging, os, sys, tempfile, warnings
+os.environ["GRAPHITI_TELEMETRY_ENABLED"] = "false"; warnings.simplefilter("ignore"); logging.disable(logging.WARNING)
 from datetime import datetime, timezone
 from graphiti_core import Graphiti
 from graphiti_core.cross_encoder.client import CrossEncoderClient
