@@ -52,9 +52,7 @@ from __future__ import annotations
 
 import ast
 import asyncio
-import hashlib
 import json
-import math
 import os
 import re
 import tempfile
@@ -86,8 +84,8 @@ from graphiti_core.utils.maintenance.graph_data_operations import (  # type: ign
 )
 from pydantic import BaseModel
 
+from invariants.adapters.scripted import embedding, fact, same_name, slot
 from invariants.backend import Ack, Delete, Record, Restore, Write
-from invariants.normalize import Normalizer
 
 __all__ = [
     "EPOCH",
@@ -97,9 +95,7 @@ __all__ = [
     "HashEmbedder",
     "OverlapCrossEncoder",
     "ScriptedLLMClient",
-    "canonical",
     "factory",
-    "fact",
     "search_factory",
 ]
 
@@ -113,17 +109,9 @@ EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 """``valid_at`` of a write is ``causal_seq`` seconds after this."""
 LISTING_LIMIT: Final = 10_000
 """``search`` returns 10 edges unless told otherwise; an entity holds far fewer."""
-SEPARATOR: Final = " | "
 _KEYS = uuid.UUID("6f0e4c62-5a5b-4c1e-9d7e-3f8f1d2b7a10")
-_DIMENSIONS = 256
 _TAGGED = re.compile(r"<(?P<tag>[A-Z ]+)>\n(?P<body>.*?)\n</(?P=tag)>", re.S)
 _T = TypeVar("_T")
-
-
-def fact(entity_id: str, attribute: str, value: str) -> str:
-    """The fact text of a write: its subject, relation and value, as graphiti's prompts
-    need to judge it."""
-    return SEPARATOR.join((entity_id, attribute, value))
 
 
 class ScriptedLLMClient(LLMClient):  # type: ignore[misc]
@@ -135,15 +123,14 @@ class ScriptedLLMClient(LLMClient):  # type: ignore[misc]
     new fact duplicates or contradicts (``EdgeDuplicate``): a fact of the same subject
     and relation is a duplicate when its value states the same fact, and contradicted
     when it states another (an update of the slot). "Same relation" and "same fact" are
-    decided by memcert's lexical normalizer (:func:`canonical`), so aliases and
-    paraphrases are recognised as a perfect model would; a negation is a different fact. Everything else (which
-    candidates to show the model, what to do with its answer, which edge to invalidate)
-    is graphiti's. Any other prompt raises, so an unscripted question is never guessed.
+    decided by :mod:`invariants.adapters.scripted`, so aliases and paraphrases are
+    recognised as a perfect model would; a negation is a different fact. Everything
+    else (which candidates to show the model, what to do with its answer, which edge to
+    invalidate) is graphiti's. Any other prompt raises, so an unscripted question is never guessed.
     """
 
     def __init__(self) -> None:
         super().__init__(None)
-        self.normalizer = _NORMALIZER
 
     async def _generate_response(self, messages: list[Message],
                                  response_model: type[BaseModel] | None = None,
@@ -158,12 +145,12 @@ class ScriptedLLMClient(LLMClient):  # type: ignore[misc]
         raise RuntimeError(f"ScriptedLLMClient has no answer for a {name or 'free'} prompt")
 
     def _edges(self, sections: dict[str, str]) -> dict[str, Any]:
-        new = self._slot(sections["NEW FACT"])
+        new = slot(sections["NEW FACT"])
         existing = ast.literal_eval(sections["EXISTING FACTS"])
         candidates = ast.literal_eval(sections["FACT INVALIDATION CANDIDATES"])
         duplicates, contradicted = [], []
         for item in [*existing, *candidates]:
-            old = self._slot(item["fact"])
+            old = slot(item["fact"])
             if new is None or old is None or old[:2] != new[:2]:
                 continue
             if old[2] == new[2]:
@@ -174,68 +161,33 @@ class ScriptedLLMClient(LLMClient):  # type: ignore[misc]
         return {"duplicate_facts": duplicates, "contradicted_facts": contradicted}
 
     def _nodes(self, sections: dict[str, str]) -> dict[str, Any]:
-        key = self.normalizer.value_key
-        existing = {key(node["name"]): node["candidate_id"]
-                    for node in json.loads(sections["EXISTING ENTITIES"])}
+        existing = json.loads(sections["EXISTING ENTITIES"])
         return {"entity_resolutions": [
-            {"id": node["id"], "name": node["name"],
-             "duplicate_candidate_id": existing.get(key(node["name"]), -1)}
+            {"id": node["id"], "name": node["name"], "duplicate_candidate_id": next(
+                (old["candidate_id"] for old in existing if same_name(old["name"], node["name"])),
+                -1)}
             for node in json.loads(sections["ENTITIES"])]}
-
-    def _slot(self, text: str) -> tuple[str, str, str] | None:
-        parts = text.strip().split(SEPARATOR, 2)
-        if len(parts) != 3:
-            return None
-        entity, attribute, value = parts
-        return (entity, self.normalizer.attribute_key(attribute),
-                self.normalizer.value_key(value))
-
-
-_NORMALIZER = Normalizer("lexical")
-
-
-def canonical(text: str) -> str:
-    """What a text states, in memcert's lexical canonical form: a fact's subject, slot
-    and value key, or a name's value key. Two texts a perfect model would call the same
-    thing have the same canonical form."""
-    parts = text.strip().split(SEPARATOR, 2)
-    if len(parts) == 3:
-        entity, attribute, value = parts
-        return " ".join((entity, _NORMALIZER.attribute_key(attribute),
-                         _NORMALIZER.value_key(value)))
-    return _NORMALIZER.value_key(text)
-
-
-def _vector(text: str) -> list[float]:
-    """A bag of hashed words of the text's canonical form, unit length: paraphrases
-    are one point, and texts sharing words are near each other."""
-    vector = [0.0] * _DIMENSIONS
-    for word in re.findall(r"\w+", canonical(text)):
-        digest = hashlib.blake2b(word.encode(), digest_size=4).digest()
-        vector[int.from_bytes(digest, "big") % _DIMENSIONS] += 1.0
-    norm = math.sqrt(sum(x * x for x in vector)) or 1.0
-    return [x / norm for x in vector]
 
 
 class HashEmbedder(EmbedderClient):  # type: ignore[misc]
-    """An embedder from word hashes of the canonical form: deterministic and offline,
-    and as good as a perfect model at what graphiti's candidate search asks of it,
-    putting texts that state the same thing together."""
+    """:func:`invariants.adapters.scripted.embedding`: deterministic and offline, and as
+    good as a perfect model at what graphiti's candidate search asks of it, putting one
+    slot's facts together and paraphrases on one point."""
 
     async def create(self, input_data: Any) -> list[float]:
         text = input_data if isinstance(input_data, str) else " ".join(map(str, input_data))
-        return _vector(text)
+        return embedding(text)
 
     async def create_batch(self, input_data_list: list[str]) -> list[list[float]]:
-        return [_vector(text) for text in input_data_list]
+        return [embedding(text) for text in input_data_list]
 
 
 class OverlapCrossEncoder(CrossEncoderClient):  # type: ignore[misc]
     """A reranker scoring each passage by its hashed-word cosine with the query."""
 
     async def rank(self, query: str, passages: list[str]) -> list[tuple[str, float]]:
-        q = _vector(query)
-        scored = [(p, sum(a * b for a, b in zip(q, _vector(p), strict=True)))
+        q = embedding(query)
+        scored = [(p, sum(a * b for a, b in zip(q, embedding(p), strict=True)))
                   for p in passages]
         return sorted(scored, key=lambda pair: pair[1], reverse=True)
 

@@ -18,15 +18,11 @@ import pytest
 
 # The adapter first: it turns graphiti's telemetry off before graphiti is imported.
 # isort: off
-from invariants.adapters.graphiti import (
-    GraphitiBackend,
-    GraphitiFactory,
-    ScriptedLLMClient,
-    fact,
-)
+from invariants.adapters.graphiti import GraphitiBackend, GraphitiFactory, ScriptedLLMClient
 from graphiti_core.prompts.dedupe_edges import resolve_edge
 from graphiti_core.prompts.models import Message
 # isort: on
+from invariants.adapters.scripted import fact
 from invariants.backend import Ack, Delete, Record, Restore, Write
 from tests.adapters.reports import assert_complete, assert_reproducible, certify_briefly
 
