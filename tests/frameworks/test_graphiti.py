@@ -160,5 +160,6 @@ def test_each_reproducer_still_shows_its_failure(script: str):
 
 def test_there_is_a_reproducer_per_distinct_failure():
     assert {p.stem for p in REPRO.glob("graphiti_*.py")} == {
-        "graphiti_race", "graphiti_no_tombstone", "graphiti_search_not_replaced",
+        "graphiti_race", "graphiti_not_replaced", "graphiti_no_tombstone",
+        "graphiti_search_not_replaced",
         "graphiti_read_order"}

@@ -35,7 +35,7 @@ async def main() -> int:
                 EntityNode(uuid=name, name=name, group_id="g"))
     await asyncio.gather(g.add_triplet(*city("Paris", 1)), g.add_triplet(*city("Rome", 2)))
     current = sorted(e.fact for e in await EntityEdge.get_by_node_uuid(g.driver, "alice") if e.invalid_at is None)
-    print(f"current edges of alice: {current}")
+    print(f"current edges of alice after two concurrent writes: {current}")
     return 0 if len(current) == 1 else 1
 
 sys.exit(asyncio.run(main()))
