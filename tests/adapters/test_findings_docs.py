@@ -25,6 +25,7 @@ PAGES = {
     "langgraph-sqlite-search.md": ("langgraph-sqlite-search",),
     "langmem.md": ("langmem", "langmem-search"),
     "mem0.md": ("mem0", "mem0-infer"),
+    "graphiti.md": ("graphiti", "graphiti-search"),
 }
 """Each page's verdict tables, in the order they appear, and the saved run of each."""
 
@@ -38,6 +39,8 @@ README_ROWS = {
     "LangMem `manage_memory` tool over `InMemoryStore` with a MiniLM": "langmem-search",
     "mem0 `Memory`, `infer=False`": "mem0",
     "mem0 `Memory`, `infer=True`": "mem0-infer",
+    "graphiti-core on Kuzu, listing current edges": "graphiti",
+    "graphiti-core on Kuzu, `search()`": "graphiti-search",
 }
 """The comparison table's rows, by how each begins, and the saved run of each."""
 
