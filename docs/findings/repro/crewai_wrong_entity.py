@@ -1,0 +1,20 @@
+"""crewai 1.15 Memory on LanceDB: a scope is a bare string prefix, so user-1's scope
+also holds user-10's memories, and forgetting user-1 forgets user-10."""
+import os, sys, tempfile
+os.environ.update(CREWAI_DISABLE_TELEMETRY="true", CREWAI_TRACING_ENABLED="false",
+                  CREWAI_TESTING="true")
+from crewai.memory.unified_memory import Memory
+
+def embed(texts):  # any embedder will do: nothing here is similar enough to consolidate
+    return [[1.0, float(len(t))] for t in texts]
+
+memory = Memory(llm="unused", embedder=embed, storage=tempfile.mkdtemp() + "/lancedb")
+for user, city in [("user-1", "Paris"), ("user-10", "Rome")]:
+    memory.remember(f"lives in {city}", scope=f"/users/{user}", categories=["city"],
+                    importance=0.5)
+listed = [r.scope for r in memory.list_records(scope="/users/user-1")]
+memory.forget(scope="/users/user-1")
+left = [r.scope for r in memory.list_records(scope="/users/user-10")]
+print(f"scopes listed for user-1: {sorted(listed)}; left for user-10 after forgetting "
+      f"user-1: {left}")
+sys.exit(0 if listed == ["/users/user-1"] and left == ["/users/user-10"] else 1)
