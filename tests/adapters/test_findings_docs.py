@@ -26,6 +26,7 @@ PAGES = {
     "langmem.md": ("langmem", "langmem-search"),
     "mem0.md": ("mem0", "mem0-infer"),
     "graphiti.md": ("graphiti", "graphiti-search"),
+    "crewai.md": ("crewai", "crewai-scoped"),
 }
 """Each page's verdict tables, in the order they appear, and the saved run of each."""
 
@@ -41,6 +42,8 @@ README_ROWS = {
     "mem0 `Memory`, `infer=True`": "mem0-infer",
     "graphiti-core on Kuzu, listing current edges": "graphiti",
     "graphiti-core on Kuzu, `search()`": "graphiti-search",
+    "crewai `Memory`, a record per attribute": "crewai",
+    "crewai `Memory`, the entity's scoped memory": "crewai-scoped",
 }
 """The comparison table's rows, by how each begins, and the saved run of each."""
 
