@@ -1,11 +1,22 @@
-"""crewai 1.15 Memory on LanceDB: after forget(scope), a late write recreates the scope."""
-import os, sys, tempfile
-os.environ.update(CREWAI_DISABLE_TELEMETRY="true", CREWAI_TRACING_ENABLED="false",
-                  CREWAI_TESTING="true")
+"""crewai 1.15 Memory on LanceDB: after forget(scope), a late write recreates the scope.
+
+Run with crewai 1.15.x. Exits 1 while the failure is there.
+"""
+
+import os
+import sys
+import tempfile
+
+os.environ["CREWAI_DISABLE_TELEMETRY"] = "true"
+os.environ["CREWAI_TRACING_ENABLED"] = "false"
+os.environ["CREWAI_TESTING"] = "true"  # else each remember() waits 5 s for a trace span
+
 from crewai.memory.unified_memory import Memory
 
-def embed(texts):  # nothing here is similar enough to consolidate
+
+def embed(texts: list[str]) -> list[list[float]]:  # nothing is left to consolidate with
     return [[1.0, 0.0] for _ in texts]
+
 
 memory = Memory(llm="unused", embedder=embed, storage=tempfile.mkdtemp() + "/lancedb")
 memory.remember("alice lives in Paris", scope="/users/alice", categories=["city"],
