@@ -9,9 +9,10 @@ Two profiles, usable as specs::
 Both run offline with no API key: an embedded Kuzu database in a temporary folder, and
 the three model clients graphiti requires, scripted: :class:`ScriptedLLMClient`,
 :class:`HashEmbedder` and :class:`OverlapCrossEncoder`. ``GRAPHITI_TELEMETRY_ENABLED``
-is set to ``false`` before graphiti is imported. graphiti's Kuzu driver imports
-``httpx`` without declaring it, and never creates Kuzu's full-text indexes, which its
-hybrid search needs: the factory creates them with graphiti's own index statements.
+is set to ``false`` before graphiti is imported. graphiti imports ``httpx`` without
+declaring it (the ``graphiti`` extra does), and its Kuzu driver never creates the
+full-text indexes its hybrid search needs: the factory creates them with graphiti's own
+index statements.
 
 How the contract maps onto graphiti:
 
