@@ -27,6 +27,8 @@ PAGES = {
     "mem0.md": ("mem0", "mem0-infer"),
     "agno.md": ("agno-memory", "agno-entity"),
     "autogen-chromadb.md": ("autogen-chromadb-memory", "chromadb-upsert"),
+    "graphiti.md": ("graphiti", "graphiti-search"),
+    "crewai.md": ("crewai", "crewai-scoped"),
 }
 """Each page's verdict tables, in the order they appear, and the saved run of each."""
 
@@ -44,6 +46,10 @@ README_ROWS = {
     "agno `EntityMemoryStore`": "agno-entity",
     "AutoGen `ChromaDBVectorMemory`": "autogen-chromadb-memory",
     "Chroma collection, one id per slot": "chromadb-upsert",
+    "graphiti-core on Kuzu, listing current edges": "graphiti",
+    "graphiti-core on Kuzu, `search()`": "graphiti-search",
+    "crewai `Memory`, a record per attribute": "crewai",
+    "crewai `Memory`, the entity's scoped memory": "crewai-scoped",
 }
 """The comparison table's rows, by how each begins, and the saved run of each."""
 
