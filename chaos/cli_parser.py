@@ -479,10 +479,13 @@ def _add_plan_options(group: argparse._ArgumentGroup) -> None:
                        metavar="N", help="concurrent worker threads [env MEMCERT_WORKERS, "
                                          "default 8]")
     group.add_argument("--processes", type=_count("--processes", 0),
-                       default=_env("MEMCERT_PROCESSES") or "0", metavar="P",
-                       help="spread the workers over P worker processes, each opening its own "
-                            "handles from the factory; 0 keeps them as threads "
-                            "[env MEMCERT_PROCESSES, default 0]")
+                       default=_env("MEMCERT_PROCESSES") or None, metavar="P",
+                       help="by default workers are threads, and the scenarios that need "
+                            "worker processes (process_writes, crash_worker) run where a "
+                            "probe shows the store is shared across processes; P > 0 "
+                            "spreads every scenario's workers over P processes, each opening "
+                            "its own handles from the factory; 0 keeps every worker a thread "
+                            "and turns those scenarios off [env MEMCERT_PROCESSES]")
     group.add_argument("--stateful-share",
                        type=_checked("--stateful-share", float,
                                      lambda f: 0 <= f <= STATEFUL_SHARE_MAX,

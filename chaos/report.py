@@ -381,7 +381,7 @@ def render_table(report: Report, *, verbose: bool = False) -> str:
     out = [f"{_command_name(report)} {report.backend}  (seed {report.seed}, level "
            f"{report.level})", "", *lines, *_rate_lines(report), ""]
     starved = [s for s in report.scenarios
-               if s.steps_planned and not s.steps_done and not s.stopped]
+               if s.steps_planned and not s.steps_done and not s.stopped and not s.not_run]
     for scenario in starved:
         out.append(f"scenario {scenario.name} ran none of its {scenario.steps_planned:,} "
                    f"steps in its {scenario.elapsed_s:.1f} s share of the budget; give "

@@ -11,7 +11,6 @@ from typing import Any
 from ._errors import MISSING, ScenarioError, did_you_mean
 from ._files import find, names_in, read_table, reject_unknown, require_str
 from ._scenario import SCENARIO_DIR, Scenario, load_scenario
-from .generators._facts import scenario_code
 from .plan import Plan
 
 __all__ = ["SUITE_DIR", "Suite", "SuiteEntry", "list_suites", "load_suite"]
@@ -138,13 +137,14 @@ def _check_entries(path: Path, entries: tuple[SuiteEntry, ...]) -> None:
                 path, f"scenarios[{n}].name", name, "is listed twice",
                 "List each scenario once; a larger scale gives it more volume.",
             )
-        code = scenario_code(name)
+        code = entry.scenario.tag
         if code in seen:
             raise ScenarioError(
                 path, f"scenarios[{n}].name", name,
                 f"tags its values {code!r} like {seen[code]!r}, so values could repeat "
                 "across the two",
-                "Rename one of the scenario files so their initials differ.",
+                "Rename one of the scenario files so their initials differ, or give one a "
+                'tag field of its own (tag = "cwk").',
             )
         seen[code] = name
     total = math.fsum(entry.share for entry in entries)
