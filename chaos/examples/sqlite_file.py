@@ -1,4 +1,4 @@
-"""Stores on one SQLite file that every process shares: two right, two wrong in a way
+"""Stores on one SQLite file that every process shares: one right, two wrong in ways
 only worker processes or a crash show.
 
 Each keeps the passing dict store's rules (:mod:`chaos.examples.passing_dict`): one
@@ -12,13 +12,13 @@ only in how a decision is made atomic and when it becomes durable:
 - :data:`process_local_lock`: check-then-insert under a ``threading.Lock``, in
   autocommit mode. Right under threads; two processes interleave their checks and
   inserts, so the process phase finds two records for one attribute (uniqueness).
-- :data:`write_behind`: one connection per process, whose open transaction a background
-  thread commits every 50 ms; a write is acknowledged before its commit. Right under
-  threads and in a run without a kill; a SIGKILL rolls back what was acknowledged and
-  not yet committed, which ``crash_worker`` sees as lost writes (durability). Another
-  process cannot see those writes until the commit either, so the process phase may
-  also see them missing.
-- :data:`write_behind_fixed`: the same, with the commit before the acknowledgement.
+- :data:`write_behind`: a write is decided as the store would, from the file and what
+  is queued, answered, and queued in memory; a background thread applies the queue
+  every 50 ms, and every other operation applies it first.
+  Right under threads and in a run without a kill; a SIGKILL loses what was
+  acknowledged and still queued, which ``crash_worker`` sees as lost writes
+  (durability). Another process cannot see queued writes either, so the process phase
+  may also see them missing. :data:`transactional` is its fix.
 
 The file is created on first use in a temporary folder and published in
 ``MEMCERT_EXAMPLE_SQLITE``, so worker processes started afterwards open the same one, as
@@ -34,18 +34,20 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from invariants.backend import Ack, Delete, Record, Restore, Write
 from invariants.normalize import Normalizer
 
 __all__ = ["PATH_ENV", "SqliteFileStore", "process_local_lock", "shared_path",
-           "transactional", "write_behind", "write_behind_fixed"]
+           "transactional", "write_behind"]
 
 PATH_ENV = "MEMCERT_EXAMPLE_SQLITE"
 """Where the shared file is; set on first use, inherited by worker processes."""
 BATCH_S = 0.05
 """How often :data:`write_behind` commits."""
+
+_T = TypeVar("_T")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS records (version INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -85,9 +87,8 @@ class SqliteFileStore:
     """
 
     def __init__(self, connection: sqlite3.Connection,
-                 guard: Callable[[], AbstractContextManager[Any]],
-                 durable: Callable[[], None] = lambda: None, *, owned: bool = True) -> None:
-        self.db, self.guard, self.durable, self.owned = connection, guard, durable, owned
+                 guard: Callable[[], AbstractContextManager[Any]]) -> None:
+        self.db, self.guard = connection, guard
         self.normalizer = Normalizer("lexical")
 
     def write(self, op: Write) -> Ack:
@@ -111,22 +112,18 @@ class SqliteFileStore:
         with self.guard():
             for table in ("records", "tombstones", "lines", "answers"):
                 self.db.execute(f"DELETE FROM {table}")
-        self.durable()
 
     def close(self) -> None:
-        if self.owned:
-            self.db.close()
+        self.db.close()
 
     def _once(self, namespace: str, op_id: str, decide: Callable[[], Ack]) -> Ack:
         with self.guard():
-            row = self.db.execute("SELECT applied, version, reason FROM answers WHERE "
-                                  "namespace = ? AND op_id = ?", (namespace, op_id)).fetchone()
-            if row is not None:
-                return Ack(bool(row[0]), version=row[1], reason=row[2])
+            known = self.answered(namespace, op_id)
+            if known is not None:
+                return known
             ack = decide()
             self.db.execute("INSERT INTO answers VALUES (?, ?, ?, ?, ?)",
                             (namespace, op_id, int(ack.applied), ack.version, ack.reason))
-        self.durable()
         return ack
 
     def _seq(self, table: str, namespace: str, entity_id: str) -> int | None:
@@ -134,8 +131,9 @@ class SqliteFileStore:
                               "AND entity_id = ?", (namespace, entity_id)).fetchone()
         return None if row is None else int(row[0])
 
-    def _write(self, op: Write) -> Ack:
-        slot = self.normalizer.attribute_key(op.attribute)
+    def refusal(self, op: Write, slot: str, newest: int | None = None) -> Ack | None:
+        """Why ``op`` must be refused, as its answer, or None to apply it; ``newest`` is
+        a causal_seq the slot holds beyond what the file says (a queued write)."""
         if self._seq("tombstones", op.namespace, op.entity_id) is not None:
             return Ack(False, reason="tombstoned")
         current = self.db.execute(
@@ -144,9 +142,24 @@ class SqliteFileStore:
             (op.namespace, op.entity_id, slot)).fetchone()
         if current is not None and op.causal_seq < current[0]:
             return Ack(False, version=current[1], reason="stale")
+        if newest is not None and op.causal_seq < newest:
+            return Ack(False, reason="stale")
         line = self._seq("lines", op.namespace, op.entity_id)
         if line is not None and op.causal_seq <= line:
             return Ack(False, reason="stale")
+        return None
+
+    def answered(self, namespace: str, op_id: str) -> Ack | None:
+        """The answer already given to ``op_id``, if any."""
+        row = self.db.execute("SELECT applied, version, reason FROM answers WHERE "
+                              "namespace = ? AND op_id = ?", (namespace, op_id)).fetchone()
+        return None if row is None else Ack(bool(row[0]), version=row[1], reason=row[2])
+
+    def _write(self, op: Write) -> Ack:
+        slot = self.normalizer.attribute_key(op.attribute)
+        refused = self.refusal(op, slot)
+        if refused is not None:
+            return refused
         self.db.execute("DELETE FROM records WHERE namespace = ? AND entity_id = ? AND "
                         "slot = ?", (op.namespace, op.entity_id, slot))
         cursor = self.db.execute(
@@ -201,61 +214,99 @@ def process_local_lock() -> SqliteFileStore:
     return SqliteFileStore(_connect(shared_path()), lambda: _LOCAL_LOCK)
 
 
-class _Batched:
-    """This process's one connection, with a transaction left open after each write and
-    committed by a background thread every :data:`BATCH_S` (or, fixed, at once)."""
+class _WriteQueue:
+    """This process's writes waiting for the background thread, which applies them in
+    one transaction every :data:`BATCH_S`. Deletes, restores and reads first apply what
+    is waiting, so within this process every operation sees every write before it."""
 
-    def __init__(self, *, commit_before_ack: bool) -> None:
-        self.db = _connect(shared_path())
-        self.lock = threading.RLock()
-        self.commit_before_ack = commit_before_ack
-        self.open = False
-        if not commit_before_ack:
-            threading.Thread(target=self._commit_every_batch, name="memcert-example-batch",
-                             daemon=True).start()
+    def __init__(self) -> None:
+        self.store = transactional()
+        self.lock = threading.Lock()
+        self.waiting: list[Write] = []
+        self.answers: dict[tuple[str, str], Ack] = {}
+        self.newest: dict[tuple[str, str, str], int] = {}
+        threading.Thread(target=self._every_batch, name="memcert-example-batch",
+                         daemon=True).start()
 
-    @contextmanager
-    def guard(self) -> Iterator[None]:
+    def put(self, op: Write) -> Ack:
+        """Decide ``op`` as the store would, from the file and what is queued, queue it
+        if applied, and answer at once."""
+        key = (op.namespace, op.op_id)
+        slot = self.store.normalizer.attribute_key(op.attribute)
         with self.lock:
-            if not self.open:
-                self.db.execute("BEGIN IMMEDIATE")
-                self.open = True
-            yield
+            known = self.answers.get(key) or self.store.answered(*key)
+            if known is not None:
+                return known
+            ack = self.store.refusal(op, slot, self.newest.get(
+                (op.namespace, op.entity_id, slot))) or Ack(True)
+            if ack.applied:
+                self.waiting.append(op)
+                self.newest[(op.namespace, op.entity_id, slot)] = op.causal_seq
+            self.answers[key] = ack
+            return ack
 
-    def durable(self) -> None:
-        if self.commit_before_ack:
-            self._commit()
-
-    def _commit(self) -> None:
+    def drain(self) -> None:
         with self.lock:
-            if self.open:
-                self.db.execute("COMMIT")
-                self.open = False
+            self.apply_waiting()
 
-    def _commit_every_batch(self) -> None:
-        while True:
-            threading.Event().wait(BATCH_S)
-            self._commit()
+    def apply_waiting(self) -> None:
+        """Apply what is queued; the caller holds :attr:`lock`, as for any use of
+        :attr:`store`, whose one connection holds one transaction at a time."""
+        waiting, self.waiting = self.waiting, []
+        for op in waiting:
+            self.store.write(op)
+        self.answers.clear()
+        self.newest.clear()
 
-
-_BATCHES: dict[bool, _Batched] = {}
-_BATCHES_LOCK = threading.Lock()
-
-
-def _batched(commit_before_ack: bool) -> SqliteFileStore:
-    with _BATCHES_LOCK:
-        batch = _BATCHES.get(commit_before_ack)
-        if batch is None:
-            batch = _BATCHES[commit_before_ack] = _Batched(commit_before_ack=commit_before_ack)
-    return SqliteFileStore(batch.db, batch.guard, batch.durable, owned=False)
+    def _every_batch(self) -> None:
+        pause = threading.Event()
+        while not pause.wait(BATCH_S):
+            self.drain()
 
 
-def write_behind() -> SqliteFileStore:
-    """Acknowledges a write before the background thread commits it: the bug."""
-    return _batched(False)
+class _WriteBehind:
+    """A handle onto this process's queue: writes are answered once queued."""
+
+    def __init__(self, queue: _WriteQueue) -> None:
+        self.queue = queue
+
+    def write(self, op: Write) -> Ack:
+        return self.queue.put(op)
+
+    def delete(self, op: Delete) -> Ack:
+        return self._after_queue(lambda store: store.delete(op))
+
+    def restore(self, op: Restore) -> Ack:
+        return self._after_queue(lambda store: store.restore(op))
+
+    def read(self, namespace: str, entity_id: str) -> list[Record]:
+        return self._after_queue(lambda store: store.read(namespace, entity_id))
+
+    def reset(self) -> None:
+        with self.queue.lock:
+            self.queue.waiting.clear()
+            self.queue.answers.clear()
+            self.queue.newest.clear()
+            self.queue.store.reset()
+
+    def close(self) -> None:
+        self.queue.drain()
+
+    def _after_queue(self, act: Callable[[SqliteFileStore], _T]) -> _T:
+        with self.queue.lock:
+            self.queue.apply_waiting()
+            return act(self.queue.store)
 
 
-def write_behind_fixed() -> SqliteFileStore:
-    """The same store, committing before it answers."""
-    return _batched(True)
+_QUEUES: dict[Path, _WriteQueue] = {}
+_QUEUES_LOCK = threading.Lock()
 
+
+def write_behind() -> _WriteBehind:
+    """Answers a write once it is queued, before the background thread applies it: the
+    bug. A SIGKILL loses what was queued."""
+    path = shared_path()
+    with _QUEUES_LOCK:
+        if path not in _QUEUES:
+            _QUEUES[path] = _WriteQueue()
+        return _WriteBehind(_QUEUES[path])
