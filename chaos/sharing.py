@@ -56,8 +56,12 @@ def not_shared(spec: str | None, *, http: bool = False) -> str:
         problem = _in_child(spec, namespace, token)
         if problem:
             return f"a worker process could not write a probe to {spec}: {problem}"
-        seen = any(record.value == token for record in backend.read(namespace, "probe"))
-        backend.delete(Delete(namespace, "probe", 2, f"{namespace}-delete"))
+        try:
+            seen = any(record.value == token for record in backend.read(namespace, "probe"))
+            backend.delete(Delete(namespace, "probe", 2, f"{namespace}-delete"))
+        except Exception as error:
+            return (f"this process could not read back the probe a worker process wrote "
+                    f"to {spec}: {type(error).__name__}: {error}")
     finally:
         backend.close()
     if not seen:
