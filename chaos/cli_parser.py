@@ -288,6 +288,29 @@ def _add_managed_options(parser: argparse.ArgumentParser) -> None:
         help="with --serve: the service's database, a SQLite path or a postgresql:// URL "
              "[env MEMCERT_DB_URL, default a SQLite file in a fresh temporary folder, "
              "removed afterwards]")
+    yours = parser.add_argument_group(
+        "your service, run by memcert",
+        "Crash and stall your own HTTP service: memcert starts CMD itself, in a process\n"
+        "group of its own, waits until it answers, and stops it at the end. crash_restart\n"
+        "then freezes it with operations in flight, SIGKILLs it and starts CMD again on the\n"
+        "same port and data; pause stops it for a moment (SIGSTOP, SIGCONT). {port} in the\n"
+        "URL and in CMD is a free port. A [service] table in the suite or scenario file\n"
+        "says the same; these flags win.\n"
+        "  memcert certify http://127.0.0.1:{port} --service-cmd './serve --port {port}'")
+    yours.add_argument("--service-cmd", default=None, metavar="CMD",
+                       help="the command that starts your service, split as a shell would "
+                            "(no shell runs it); {port} is replaced")
+    yours.add_argument("--service-health", default=None, metavar="URL",
+                       type=_url("--service-health"),
+                       help="with --service-cmd: a URL that answers 2xx once the service is "
+                            "ready [default: a read of the contract]")
+    yours.add_argument("--service-timeout", default=None, metavar="SECONDS",
+                       type=_checked("--service-timeout", float,
+                                     lambda t: 0 < t <= 600, "a number of seconds in (0, 600]"),
+                       help="with --service-cmd: how long a start or a restart may take "
+                            "[default 30]")
+    yours.add_argument("--service-cwd", default=None, metavar="DIR",
+                       help="with --service-cmd: the folder to run it in [default: here]")
 
 
 def _add_verbose_option(group: argparse._ArgumentGroup) -> None:

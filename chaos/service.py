@@ -37,7 +37,7 @@ from pathlib import Path
 from invariants.adapters.http import DEFAULT_TIMEOUT_S, HttpFactory
 from invariants.errors import FactoryError, MemcertError
 
-from .freeze import freeze
+from .freeze import freeze, thaw
 
 __all__ = ["SERVE_EXTRA", "ManagedService", "MissingExtra", "ServeFailed", "ServedFactory",
            "managed_service", "require_serve_extra", "serve_command"]
@@ -159,6 +159,11 @@ class ManagedService:
         SIGSTOP (Windows), nothing happens."""
         if self.process.poll() is None:
             freeze(self.process.pid)
+
+    def thaw(self) -> None:
+        """SIGCONT after :meth:`freeze`: the process goes on as if it had stalled."""
+        if self.process.poll() is None:
+            thaw(self.process.pid)
 
     def kill(self) -> None:
         """SIGKILL, as a crash would; the database is left as the crash left it."""

@@ -21,17 +21,19 @@ from ._faults import fault_spec
 from ._files import find, names_in, read_table, reject_unknown, require_str
 from ._network import network
 from ._processes import processes
+from ._service import service
 from .generators import Context, Facts, Generator
 from .generators._facts import scenario_code
 from .network_plan import Network
 from .plan import FaultSpec, Plan, Step
 from .process_plan import Processes
+from .service_plan import Service
 
 __all__ = ["SCENARIO_DIR", "Scenario", "list_scenarios", "load_scenario"]
 
 SCENARIO_DIR = Path(__file__).parent
 _FIELDS = ("description", "generator", "params", "faults", "requires", "network", "processes",
-           "tag")
+           "tag", "service")
 _KINDS = ("write", "delete", "restore", "read")
 
 
@@ -57,6 +59,8 @@ class Scenario:
     implementation: Generator = field(compare=False, repr=False)
     network: Network | None = None
     processes: Processes | None = None
+    service: Service | None = None
+    """How memcert starts the service this scenario crashes or pauses, if it says."""
     tag: str = ""
     """What starts every tag its values carry: the ``tag`` field, or the initials of
     its name; two scenarios of one suite must differ in it."""
@@ -176,6 +180,7 @@ def load_scenario(name_or_path: str | os.PathLike[str]) -> Scenario:
         network=network(path, table["network"]) if "network" in table else None,
         processes=processes(path, table["processes"]) if "processes" in table else None,
         tag=_tag(path, table.get("tag", MISSING)) or scenario_code(path.stem),
+        service=service(path, table["service"]) if "service" in table else None,
     )
 
 
