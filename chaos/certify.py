@@ -141,6 +141,10 @@ class Progress:
     def step(self, violations: int) -> None:
         """One step finished; ``violations`` is the online count so far."""
 
+    def not_run(self, name: str, steps: int) -> None:
+        """Scenario ``name`` could not run (its reason is in the report): the ``steps``
+        it planned leave the total, so that a bar still ends at 100 %."""
+
     def finish(self) -> None:
         """The run is over; checking begins."""
 
@@ -193,6 +197,8 @@ def certify(factory: BackendFactory | str | ResolvedBackend | None = None,
             result = _run_scenario(backend, plan, recording, progress, options,
                                    first_worker, run_budget * entry.share / total_share)
             first_worker += len(plan.workers) + 1
+            if result.not_run:
+                progress.not_run(plan.scenario, plan.size)
             can_restore &= result.restore_supported
             summaries.append(ScenarioSummary(
                 plan.scenario, result.steps_planned, result.steps_done, result.elapsed_s,

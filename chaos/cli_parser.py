@@ -600,10 +600,13 @@ def _add_chaos(commands: argparse._SubParsersAction[_Parser]) -> None:
                      metavar="N", help="concurrent worker threads [env MEMCERT_WORKERS, "
                                        "default 8]")
     run.add_argument("--processes", type=_count("--processes", 0),
-                     default=_env("MEMCERT_PROCESSES") or "0",
+                     default=_env("MEMCERT_PROCESSES") or None,
                      metavar="P",
-                     help="spread the workers over P worker processes; a stop then waits for "
-                          "the scenario running [env MEMCERT_PROCESSES, default 0: threads]")
+                     help="as for certify: by default threads, and process_writes and "
+                          "crash_worker in worker processes where the store is shared; P > 0 "
+                          "spreads every scenario's workers over P processes (a stop then "
+                          "waits for the scenario running); 0 keeps every worker a thread "
+                          "[env MEMCERT_PROCESSES]")
     output = chaos.add_argument_group("output")
     output.add_argument("--out", default=_env("MEMCERT_CHAOS_OUT", "memcert-chaos"),
                         metavar="DIR",

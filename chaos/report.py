@@ -422,8 +422,13 @@ def render_table(report: Report, *, verbose: bool = False) -> str:
                    f"{first[:160]}")
     if report.errors:
         out.append("")
-    skipped = [s for s in report.scenarios if s.not_run]
-    out.extend(f"scenario {s.name} not run: {s.not_run}" for s in skipped)
+    skipped: dict[str, list[str]] = {}
+    for s in report.scenarios:
+        if s.not_run:
+            skipped.setdefault(s.not_run, []).append(s.name)
+    for reason, names in skipped.items():
+        out.extend(wrap(f"{'scenarios' if len(names) > 1 else 'scenario'} "
+                        f"{', '.join(names)} not run: {reason}", "", "    "))
     if skipped:
         out.append("")
     more = sum(more_examples(report.checks[c] for c in INVARIANTS[n] if c in report.checks)

@@ -22,6 +22,7 @@ threading HTTP server, bound to 127.0.0.1.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import threading
@@ -37,7 +38,7 @@ from .passing_dict import PassingDict
 __all__ = ["BATCH_S", "Service", "main"]
 
 BATCH_S = 0.05
-"""How often the async log is appended to."""
+"""How often the async log is appended to, by default."""
 
 _OPS: dict[str, type[Write] | type[Delete] | type[Restore]] = {
     "write": Write, "delete": Delete, "restore": Restore}
@@ -46,11 +47,12 @@ _OPS: dict[str, type[Write] | type[Delete] | type[Restore]] = {
 class Service:
     """The store, its log, and the lock that keeps the log in the order of the store."""
 
-    def __init__(self, data: Path, *, durable: bool) -> None:
+    def __init__(self, data: Path, *, durable: bool, batch_s: float = BATCH_S) -> None:
         data.mkdir(parents=True, exist_ok=True)
         self.store = PassingDict()
         self.lock = threading.Lock()
         self.durable = durable
+        self.batch_s = batch_s
         self.waiting: list[str] = []
         path = data / "ops.jsonl"
         if path.exists():
@@ -88,7 +90,7 @@ class Service:
 
     def _append_every_batch(self) -> None:
         pause = threading.Event()
-        while not pause.wait(BATCH_S):
+        while not pause.wait(self.batch_s):
             with self.lock:
                 waiting, self.waiting = self.waiting, []
                 if waiting:
@@ -152,15 +154,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, required=True, help="folder of the op log")
     parser.add_argument("--durable", action="store_true",
                         help="log each operation before answering it")
+    parser.add_argument("--batch-s", type=float, default=BATCH_S,
+                        help="without --durable: how often the log is appended to "
+                             f"(default {BATCH_S:g} s)")
     args = parser.parse_args(argv)
-    service = Service(args.data, durable=args.durable)
+    service = Service(args.data, durable=args.durable, batch_s=args.batch_s)
     server = ThreadingHTTPServer(("127.0.0.1", args.port), _handler(service))
     server.daemon_threads = True
     print(f"serving on http://127.0.0.1:{args.port}", file=sys.stderr, flush=True)
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         server.serve_forever()
-    except KeyboardInterrupt:
-        pass
     return 0
 
 
