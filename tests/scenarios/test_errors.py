@@ -39,7 +39,7 @@ def test_unknown_field_suggests_the_close_one(tmp_path):
     assert str(load_error(path)) == (
         f"{path}: requirs=[] (type list) is not a field of a scenario. Did you mean "
         "'requires'? A scenario has the fields description, generator, params, faults, "
-        "requires, network, processes, tag."
+        "requires, network, processes, tag, service."
     )
 
 
@@ -77,7 +77,8 @@ def test_unknown_scenario_name_suggests_the_close_one():
         "scenario='concurent_writes' (type str) is not a known scenario. Did you mean "
         "'concurrent_writes'? Known scenarios: concurrent_writes, crash_restart, "
         "crash_worker, delete_then_write, mixed, network_faults, out_of_order_causal, "
-        "paraphrase_flood, partition, process_writes; or give the path of a .toml file."
+        "paraphrase_flood, partition, pause, process_writes; or give the path of a .toml "
+        "file."
     )
     assert info.value.path is None
 
@@ -263,7 +264,7 @@ def test_suite_errors(tmp_path):
         f"{path}: scenarios[0].name='mixd' (type str) is not a known scenario. Did you mean "
         "'mixed'? Known scenarios: concurrent_writes, crash_restart, crash_worker, "
         "delete_then_write, mixed, network_faults, out_of_order_causal, paraphrase_flood, "
-        "partition, process_writes; or give a .toml path relative to the suite."
+        "partition, pause, process_writes; or give a .toml path relative to the suite."
     )
     path, message = suite_error(tmp_path, '[[scenarios]]\nname = "mixed"\nshare = 0.5\n')
     assert message == (
