@@ -73,7 +73,10 @@ class CertifyOptions:
     workers: int = 8
     out: Path = Path("memcert-out")
     suite: str = "certify"
-    processes: int = 0
+    processes: int | None = None
+    """None: workers are threads, and the process phase runs where the store is shared
+    across processes; 0: threads only, no process phase; P: every scenario's workers
+    spread over P worker processes."""
     stateful_share: float = STATEFUL_SHARE
     skip: tuple[str, ...] = ()
     """Invariants (results.json names) to check and show but leave out of the verdict."""
@@ -93,9 +96,12 @@ class CertifyOptions:
                                   f"one of {', '.join(CLAIMABLE_LEVELS)}.")
         if not isinstance(self.workers, int) or self.workers < 1:
             raise InvalidArgument(f"workers={self.workers!r} must be an int >= 1.")
-        if not isinstance(self.processes, int) or self.processes < 0:
-            raise InvalidArgument(f"processes={self.processes!r} must be an int >= 0 "
-                                  "(0 runs every worker as a thread of this process).")
+        if self.processes is not None and (
+                isinstance(self.processes, bool) or not isinstance(self.processes, int)
+                or self.processes < 0):
+            raise InvalidArgument(f"processes={self.processes!r} must be None (threads, and "
+                                  "the process phase where the store is shared), 0 (threads "
+                                  "only) or an int > 0 (every worker in that many processes).")
         if not isinstance(self.fail_fast, bool):
             raise InvalidArgument(f"fail_fast={self.fail_fast!r} must be True or False.")
         if not isinstance(self.compress, bool):
@@ -135,6 +141,10 @@ class Progress:
 
     def step(self, violations: int) -> None:
         """One step finished; ``violations`` is the online count so far."""
+
+    def not_run(self, name: str, steps: int) -> None:
+        """Scenario ``name`` could not run (its reason is in the report): the ``steps``
+        it planned leave the total, so that a bar still ends at 100 %."""
 
     def finish(self) -> None:
         """The run is over; checking begins."""
@@ -194,6 +204,8 @@ def certify(factory: BackendFactory | str | ResolvedBackend | None = None,
             first_worker += len(plan.workers) + 1
             phases["scenarios"] += result.elapsed_s - result.final_reads_s
             phases["final_reads"] += result.final_reads_s
+            if result.not_run:
+                progress.not_run(plan.scenario, plan.size)
             can_restore &= result.restore_supported
             summaries.append(ScenarioSummary(
                 plan.scenario, result.steps_planned, result.steps_done, result.elapsed_s,
@@ -232,8 +244,8 @@ def _run_scenario(backend: ResolvedBackend, plan: Plan, recording: Recording, pr
 
     return run_plan(backend.factory, plan, recording.recorder, clock=LamportClock(),
                     first_worker=first_worker, budget_s=budget_s,
-                    processes=options.processes, factory_spec=backend.name,
-                    on_step=on_step, stop=stop)
+                    processes=options.processes or 0, factory_spec=backend.name,
+                    on_step=on_step, stop=stop, process_phase=options.processes != 0)
 
 
 def prepare(backend: ResolvedBackend) -> bool:
@@ -402,7 +414,7 @@ def _command(spec: str, seed: int, options: CertifyOptions,
         parts.append(spec)
     parts += ["--seed", str(seed), "--level", options.level, "--budget", f"{options.budget_s:g}",
               "--workers", str(options.workers)]
-    if options.processes:
+    if options.processes is not None:
         parts += ["--processes", str(options.processes)]
     if options.suite != CertifyOptions.suite:
         parts += ["--suite", options.suite]

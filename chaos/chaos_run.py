@@ -92,7 +92,8 @@ class ChaosOptions:
     seed: int | None = None
     level: Paraphrase = "lexical"
     workers: int = 8
-    processes: int = 0
+    processes: int | None = None
+    """As :attr:`chaos.certify.CertifyOptions.processes`."""
     out: Path = Path("memcert-chaos")
     compress: bool = True
     """Record ``history.jsonl.zst`` (the default) rather than ``history.jsonl``."""
@@ -251,8 +252,9 @@ class _Rounds:
         try:
             result = run_plan(self.factory, plan, recorder, clock=LamportClock(),
                               first_worker=self._first_worker, budget_s=budget_s,
-                              processes=self.options.processes, factory_spec=self.spec,
-                              on_step=on_step, stop=self.stop)
+                              processes=self.options.processes or 0, factory_spec=self.spec,
+                              on_step=on_step, stop=self.stop,
+                              process_phase=self.options.processes != 0)
             stopped = result.stopped
         except KeyboardInterrupt:
             # A terminal's Ctrl-C reaches worker processes too, and their interrupt comes
@@ -333,7 +335,7 @@ def _command(spec: str, seed: int, options: ChaosOptions, duration_s: float | No
     duration = f"{duration_s:g}" if duration_s is not None else str(math.ceil(chaos_s))
     parts += ["--seed", str(seed), "--duration", duration,
               "--level", options.level, "--workers", str(options.workers)]
-    if options.processes:
+    if options.processes is not None:
         parts += ["--processes", str(options.processes)]
     if options.scenarios:
         parts += ["--scenario", *options.scenarios]

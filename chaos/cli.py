@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from invariants.errors import MemcertError
+from scenarios.service_plan import DEFAULT_START_TIMEOUT_S, Service
 
 from .cli_parser import (
     UsageError,
@@ -166,6 +167,21 @@ def _dispatch(args: argparse.Namespace) -> tuple[Report, list[str]]:
 def _backend(args: argparse.Namespace) -> Iterator[BackendFactory | str | None]:
     """The backend argument as given, or with ``--serve`` a service memcert starts for
     the run (and stops after it)."""
+    service = _service_spec(args)
+    if service is not None:
+        if args.serve:
+            raise UsageError(f"memcert {args.command}: --service-cmd starts your own service, "
+                             "--serve the reference store; give one of the two")
+        if args.backend is None:
+            raise UsageError(f"memcert {args.command}: --service-cmd needs the URL your "
+                             "service answers at, e.g. http://127.0.0.1:{port}")
+        from .user_service import controlled_service
+
+        with controlled_service(service, args.backend) as started:
+            print(f"memcert: started your service ({service.command}) at {started.url} for "
+                  "this run", file=sys.stderr)
+            yield started
+        return
     if not args.serve:
         if args.db is not None:
             raise UsageError(f"memcert {args.command}: --db names the database of the service "
@@ -184,6 +200,30 @@ def _backend(args: argparse.Namespace) -> Iterator[BackendFactory | str | None]:
         print(f"memcert: serving the reference store at {served.url} for this run",
               file=sys.stderr)
         yield served
+
+
+def _service_spec(args: argparse.Namespace) -> Service | None:
+    """How to start the user's service: the --service-* flags, else the suite's (or one
+    of its scenarios') [service] table; None when neither says."""
+    flags = ("service_health", "service_timeout", "service_cwd")
+    command = getattr(args, "service_cmd", None)
+    if command is None:
+        given = [f"--{name.replace('_', '-')}" for name in flags if getattr(args, name, None)]
+        if given:
+            raise UsageError(f"memcert {args.command}: {given[0]} goes with --service-cmd, "
+                             "which was not given")
+        suite = getattr(args, "suite", None)
+        if suite is None or not str(args.backend or "").lower().startswith("http"):
+            return None
+        from scenarios import load_suite
+
+        return load_suite(suite).service
+    if not command.strip():
+        raise UsageError(f"memcert {args.command}: --service-cmd is empty; give the command "
+                         "that starts your service, e.g. './serve --port {port}'")
+    return Service(command=command, health_url=args.service_health or "",
+                   start_timeout_s=args.service_timeout or DEFAULT_START_TIMEOUT_S,
+                   cwd=str(Path(args.service_cwd).resolve()) if args.service_cwd else "")
 
 
 def _chaos(args: argparse.Namespace, progress: Progress | None,

@@ -355,6 +355,29 @@ def _add_managed_options(parser: argparse.ArgumentParser) -> None:
         help="with --serve: the service's database, a SQLite path or a postgresql:// URL "
              "[env MEMCERT_DB_URL, default a SQLite file in a fresh temporary folder, "
              "removed afterwards]")
+    yours = parser.add_argument_group(
+        "your service, run by memcert",
+        "Crash and stall your own HTTP service: memcert starts CMD itself, in a process\n"
+        "group of its own, waits until it answers, and stops it at the end. crash_restart\n"
+        "then freezes it with operations in flight, SIGKILLs it and starts CMD again on the\n"
+        "same port and data; pause stops it for a moment (SIGSTOP, SIGCONT). {port} in the\n"
+        "URL and in CMD is a free port. A [service] table in the suite or scenario file\n"
+        "says the same; these flags win.\n"
+        "  memcert certify http://127.0.0.1:{port} --service-cmd './serve --port {port}'")
+    yours.add_argument("--service-cmd", default=None, metavar="CMD",
+                       help="the command that starts your service, split as a shell would "
+                            "(no shell runs it); {port} is replaced")
+    yours.add_argument("--service-health", default=None, metavar="URL",
+                       type=_url("--service-health"),
+                       help="with --service-cmd: a URL that answers 2xx once the service is "
+                            "ready [default: a read of the contract]")
+    yours.add_argument("--service-timeout", default=None, metavar="SECONDS",
+                       type=_checked("--service-timeout", float,
+                                     lambda t: 0 < t <= 600, "a number of seconds in (0, 600]"),
+                       help="with --service-cmd: how long a start or a restart may take "
+                            "[default 30]")
+    yours.add_argument("--service-cwd", default=None, metavar="DIR",
+                       help="with --service-cmd: the folder to run it in [default: here]")
 
 
 def _add_verbose_option(group: argparse._ArgumentGroup) -> None:
@@ -546,10 +569,13 @@ def _add_plan_options(group: argparse._ArgumentGroup) -> None:
                        metavar="N", help="concurrent worker threads [env MEMCERT_WORKERS, "
                                          "default 8]")
     group.add_argument("--processes", type=_count("--processes", 0),
-                       default=_env("MEMCERT_PROCESSES") or "0", metavar="P",
-                       help="spread the workers over P worker processes, each opening its own "
-                            "handles from the factory; 0 keeps them as threads "
-                            "[env MEMCERT_PROCESSES, default 0]")
+                       default=_env("MEMCERT_PROCESSES") or None, metavar="P",
+                       help="by default workers are threads, and the scenarios that need "
+                            "worker processes (process_writes, crash_worker) run where a "
+                            "probe shows the store is shared across processes; P > 0 "
+                            "spreads every scenario's workers over P processes, each opening "
+                            "its own handles from the factory; 0 keeps every worker a thread "
+                            "and turns those scenarios off [env MEMCERT_PROCESSES]")
     group.add_argument("--stateful-share",
                        type=_checked("--stateful-share", float,
                                      lambda f: 0 <= f <= STATEFUL_SHARE_MAX,
@@ -649,10 +675,13 @@ def _add_chaos(commands: argparse._SubParsersAction[_Parser]) -> None:
                      metavar="N", help="concurrent worker threads [env MEMCERT_WORKERS, "
                                        "default 8]")
     run.add_argument("--processes", type=_count("--processes", 0),
-                     default=_env("MEMCERT_PROCESSES") or "0",
+                     default=_env("MEMCERT_PROCESSES") or None,
                      metavar="P",
-                     help="spread the workers over P worker processes; a stop then waits for "
-                          "the scenario running [env MEMCERT_PROCESSES, default 0: threads]")
+                     help="as for certify: by default threads, and process_writes and "
+                          "crash_worker in worker processes where the store is shared; P > 0 "
+                          "spreads every scenario's workers over P processes (a stop then "
+                          "waits for the scenario running); 0 keeps every worker a thread "
+                          "[env MEMCERT_PROCESSES]")
     output = chaos.add_argument_group("output")
     output.add_argument("--out", default=_env("MEMCERT_CHAOS_OUT", "memcert-chaos"),
                         metavar="DIR",

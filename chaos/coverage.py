@@ -101,9 +101,10 @@ class Coverage:
         self._spaces: dict[str, str | None] = {}
         """Per entity_id, its one namespace, or None once it was used in two."""
         self._errors: dict[str, tuple[int, str]] = {}
-        self._toxics, self._cuts, self._crashes = _windows(nemesis)
-        self._nemesis_acted = bool(self._toxics or self._cuts or self._crashes)
+        self._toxics, self._cuts, self._crashes, self._pauses = _windows(nemesis)
+        self._nemesis_acted = bool(self._toxics or self._cuts or self._crashes or self._pauses)
         self._during_toxics = self._during_cuts = self._in_flight = self._survived = 0
+        self._across_pause = 0
         self._read_after: dict[_Entity, int] = {}
         """Per entity, the highest index of a read of it invoked and answered."""
         self._unread: dict[_Entity, dict[int, int]] = {}
@@ -224,6 +225,10 @@ class Coverage:
                 del self._unread[entity]
 
     def _nemesis(self, entry: Entry, index: int) -> None:
+        if entry.type == "ok" and any(
+                entry.worker in hit and index < back <= entry.index
+                for hit, _, back in self._pauses):
+            self._across_pause += 1
         if not _no_answer(entry):
             return
         worker, done = entry.worker, entry.index
@@ -264,7 +269,8 @@ class Coverage:
         counts.update({"network_fault_during_ops": self._during_toxics,
                        "partition_cut_ops": self._during_cuts,
                        "crash_lost_in_flight": self._in_flight,
-                       "writes_acked_before_crash": self._survived})
+                       "writes_acked_before_crash": self._survived,
+                       "answered_across_pause": self._across_pause})
         return {name: counts[name] for name in CONDITIONS} | counts
 
     def errors(self) -> dict[str, tuple[int, str]]:
@@ -338,19 +344,23 @@ class _Overlaps:
         waiting[snapshot] = waiting.get(snapshot, 0) + 1
 
 
-def _windows(events: Sequence[Mapping[str, Any]]) -> tuple[list[_Window], list[_Window],
-                                                           list[_Window]]:
-    """When each toxic, partition and crash was in force, from the nemesis's events.
+def _windows(events: Sequence[Mapping[str, Any]]) -> tuple[
+        list[_Window], list[_Window], list[_Window], list[_Window]]:
+    """When each toxic, partition, crash and pause was in force, from the nemesis's
+    events.
 
     A toxic is in force from its ``add_toxic`` until its ``remove_toxic`` or a ``heal``;
     a partition until a ``heal``; a service is down from a ``kill`` until the next
-    ``restart``. An operation's completion index must fall in such a window (from the
-    action's ``begin`` to the ending action's ``end``), and its worker among those the
-    action hit.
+    ``restart``, and frozen from a ``pause`` until its ``resume`` (that window ends at
+    the resume's ``begin``). An operation's completion index must fall in such a window
+    (from the action's ``begin`` to the ending action's ``end``), and its worker among
+    those the action hit.
     """
     toxics: list[_Window] = []
     cuts: list[_Window] = []
     crashes: list[_Window] = []
+    pauses: list[_Window] = []
+    frozen: tuple[frozenset[int], int] | None = None
     open_toxics: dict[str, tuple[frozenset[int], int]] = {}
     open_cuts: list[tuple[frozenset[int], int]] = []
     down: tuple[frozenset[int], int] | None = None
@@ -374,7 +384,12 @@ def _windows(events: Sequence[Mapping[str, Any]]) -> tuple[list[_Window], list[_
         elif action == "restart" and down is not None:
             crashes.append((down[0], down[1], end))
             down = None
-    return toxics, cuts, crashes
+        elif action == "pause":
+            frozen = (workers, begin)
+        elif action == "resume" and frozen is not None:
+            pauses.append((frozen[0], frozen[1], begin))
+            frozen = None
+    return toxics, cuts, crashes, pauses
 
 
 def _no_answer(done: Entry) -> bool:

@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import Callable
 
+from invariants.adapters.http import HttpFactory
 from invariants.backend import BackendFactory
 from invariants.errors import InvalidArgument
 from invariants.history import HistoryRecorder
@@ -21,6 +22,7 @@ from .faults import LamportClock
 from .nemesis import run_under_nemesis
 from .processes import run_in_processes
 from .runner import RunResult, final_reads, run_workers
+from .sharing import not_shared
 
 __all__ = ["run_plan"]
 
@@ -37,6 +39,7 @@ def run_plan(
     processes: int = 0,
     factory_spec: str | None = None,
     stop: threading.Event | None = None,
+    process_phase: bool = True,
 ) -> RunResult:
     """Run every worker's steps concurrently until done or until ``budget_s`` runs out.
 
@@ -52,6 +55,12 @@ def run_plan(
 
     A plan with a ``network`` runs under :mod:`chaos.nemesis`, always with threads; if
     the backend cannot take its faults, nothing runs and ``not_run`` says why.
+
+    A plan with a ``processes`` table (the process phase, ``crash_worker``) always runs
+    in worker processes: ``processes`` of them if given, else the plan's own count. It
+    runs only if a probe shows the store is shared across processes
+    (:func:`chaos.sharing.not_shared`), and not at all without ``process_phase``
+    (``--processes 0``); either way ``not_run`` says why.
     """
     shared = clock if clock is not None else LamportClock()
     deadline = time.monotonic() + budget_s
@@ -62,6 +71,16 @@ def run_plan(
                                    on_step=on_step, stop=stop)
         if result.not_run:
             return result
+    elif plan.processes is not None:
+        reason = _why_not_in_processes(factory, factory_spec, process_phase)
+        if reason:
+            return RunResult(plan.scenario, plan.size, not_run=reason)
+        assert factory_spec is not None
+        # The probe took a worker process's start-up: the budget starts after it.
+        deadline = time.monotonic() + budget_s
+        result = run_in_processes(factory_spec, plan, recorder, shared, deadline,
+                                  max(processes, plan.processes.count), first_worker,
+                                  on_step, stop, kill_at=plan.processes.kill_at)
     elif processes > 0:
         if factory_spec is None:
             raise InvalidArgument("processes > 0 needs factory_spec='package.module:callable',"
@@ -80,3 +99,9 @@ def run_plan(
     result.final_reads_s = time.monotonic() - reading
     result.elapsed_s = time.monotonic() - started
     return result
+
+
+def _why_not_in_processes(factory: BackendFactory, spec: str | None, process_phase: bool) -> str:
+    if not process_phase:
+        return "turned off with --processes 0"
+    return not_shared(spec, http=isinstance(factory, HttpFactory))

@@ -54,6 +54,8 @@ class ServiceControl(Protocol):
 
     def freeze(self) -> None: ...
 
+    def thaw(self) -> None: ...
+
     def kill(self) -> None: ...
 
     def restart(self) -> None: ...
@@ -72,9 +74,11 @@ def not_runnable(factory: BackendFactory, network: Network) -> str:
     if network.uses_proxies and urllib.parse.urlsplit(factory.url).scheme.lower() != "http":
         return ("needs a plain http:// service: the fault proxy forwards TCP, and a TLS "
                 "certificate would not match the proxy's address")
-    if network.crashes and _service_of(factory) is None:
-        return ("needs a service memcert can kill and restart: let memcert run it "
-                "(memcert certify --serve [--db URL])")
+    if network.signals_service and _service_of(factory) is None:
+        return ("needs a service memcert starts itself and can signal (SIGSTOP, SIGKILL, "
+                "restart): let memcert run the reference store (memcert certify --serve "
+                "[--db URL]), or give the command that starts yours (memcert certify "
+                "http://127.0.0.1:{port} --service-cmd 'CMD ... {port} ...')")
     return ""
 
 
@@ -154,6 +158,7 @@ class Nemesis:
         self._toxic_groups: dict[str, tuple[str, ...]] = {}
         self._kills = 0
         self._restarts = 0
+        self._pauses = 0
         self._errors: list[BaseException] = []
         self._thread = threading.Thread(target=self._play, name="memcert-nemesis", daemon=True)
 
@@ -195,6 +200,8 @@ class Nemesis:
         if self.network.crashes:
             counts["kill"] = self._kills
             counts["restart"] = self._restarts
+        if any(step.do == "pause" for step in self.network.timeline):
+            counts["pause"] = self._pauses
         return counts
 
     def _play(self) -> None:
@@ -212,6 +219,9 @@ class Nemesis:
     def _apply(self, step: NemesisStep) -> None:
         if step.do == "crash":
             self._crash(step)
+            return
+        if step.do == "pause":
+            self._pause(step)
             return
         begin = len(self._recorder)
         proxies = self._proxies
@@ -260,6 +270,22 @@ class Nemesis:
         service.restart()
         self._restarts += 1
         self._note({**step.describe(), "do": "restart"}, begin, self._all_workers())
+
+    def _pause(self, step: NemesisStep) -> None:
+        """Freeze the service (SIGSTOP) for ``down_s``, then let it go on (SIGCONT): no
+        operation is lost, but those in flight wait, and a client's timeout may fire."""
+        service = self._service
+        assert service is not None
+        service.freeze()
+        # Counted from the moment it is stopped: what was invoked before then and is
+        # answered after the resume waited through the whole pause.
+        begin = len(self._recorder)
+        self._pauses += 1
+        self._note(step.describe(), begin, self._all_workers())
+        self._stop.wait(step.down_s)
+        begin = len(self._recorder)
+        service.thaw()
+        self._note({**step.describe(), "do": "resume"}, begin, self._all_workers())
 
     def _note(self, event: dict[str, Any], begin: int, workers: list[int]) -> None:
         self.events.append({**event, "t_s": round(time.monotonic() - self._started, 3),
@@ -339,7 +365,7 @@ def _bound(factory: HttpFactory, backoff_s: float) -> BackendFactory:
 
 def _service_of(factory: BackendFactory) -> ServiceControl | None:
     service = getattr(factory, "service", None)
-    controls = ("freeze", "kill", "restart")
+    controls = ("freeze", "thaw", "kill", "restart")
     if all(callable(getattr(service, name, None)) for name in controls) and hasattr(
             service, "running"):
         return service

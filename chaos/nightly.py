@@ -66,7 +66,7 @@ class NightlyOptions:
     seed: int | None = None
     level: Paraphrase = "lexical"
     workers: int = 8
-    processes: int = 0
+    processes: int | None = None
     keep: int = 30
     stateful_share: float = STATEFUL_SHARE
     skip: tuple[str, ...] = ()

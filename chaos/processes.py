@@ -11,33 +11,50 @@ before each step; this process reads the one and sets the other at every
 :data:`TICK_S`, which is how a progress bar moves and ``--fail-fast`` stops workers in
 other processes (a pair of shared-memory operations per step, against the two calls to
 this process's manager each step makes anyway).
+
+A plan whose ``processes`` table has ``kill_at`` is a crash test of a library backend
+(the ``crash_worker`` scenario): at each of those fractions of the budget one worker
+process is frozen (SIGSTOP) while it has an operation in flight, then killed (SIGKILL),
+its operations in flight are recorded as unknown, and a fresh process takes over the
+steps its workers had not begun, as a supervisor would restart it. The kill and the
+restart are noted as nemesis events, so the crash coverage conditions and the
+durability checker judge them exactly as they judge a crash of a service.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import multiprocessing
+import pickle
 import secrets
 import threading
-from collections.abc import Callable
-from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
+import time
+from collections.abc import Callable, Sequence
+from multiprocessing.context import SpawnProcess
 from multiprocessing.managers import BaseManager
 from multiprocessing.sharedctypes import Synchronized
 from multiprocessing.synchronize import Event as SharedEvent
+from queue import Empty
 from typing import Any
 
 from invariants.errors import InvalidArgument
 from invariants.factory import load_factory
-from invariants.history import HistoryRecorder
+from invariants.history import Entry, HistoryRecorder
 from scenarios.plan import Plan
 
 from .faults import LamportClock
+from .freeze import freeze, thaw
 from .runner import RunResult, run_workers
 
 __all__ = ["run_in_processes"]
 
 TICK_S = 0.1
 """How often this process passes the children's steps on and their stop flag down."""
+IN_FLIGHT_WAIT_S = 1.0
+"""How long a kill waits, thawing and freezing again, for an operation in flight."""
+SETTLE_S = 0.02
+"""How long a frozen child's last calls to this process's manager get to land."""
 
 
 class _Client(BaseManager):
@@ -48,58 +65,232 @@ _Client.register("recorder")
 _Client.register("clock")
 
 
+class _Counting:
+    """The recorder as the children see it: it also counts each worker's invocations, so
+    that a process taking over a killed one knows which steps were begun."""
+
+    def __init__(self, recorder: HistoryRecorder) -> None:
+        self.recorder = recorder
+        self.invoked: dict[int, int] = {}
+        self._lock = threading.Lock()
+
+    def invoke(self, worker: int, op: Any, **kwargs: Any) -> Entry:
+        with self._lock:
+            self.invoked[worker] = self.invoked.get(worker, 0) + 1
+        return self.recorder.invoke(worker, op, **kwargs)
+
+    def ok(self, invocation: Entry, result: Any) -> Entry:
+        return self.recorder.ok(invocation, result)
+
+    def fail(self, invocation: Entry, error: Any) -> Entry:
+        return self.recorder.fail(invocation, error)
+
+    def info(self, invocation: Entry, error: Any) -> Entry:
+        return self.recorder.info(invocation, error)
+
+    def __len__(self) -> int:
+        return len(self.recorder)
+
+
+@dataclasses.dataclass
+class _Child:
+    """One worker process: its workers (by number in the plan), and the plan it runs."""
+
+    which: list[int]
+    process: SpawnProcess
+    number: int
+
+
 def run_in_processes(spec: str, plan: Plan, recorder: HistoryRecorder, clock: LamportClock,
                      deadline: float, processes: int, first_worker: int,
                      on_step: Callable[[], None] | None = None,
-                     stop: threading.Event | None = None) -> RunResult:
+                     stop: threading.Event | None = None,
+                     kill_at: Sequence[float] = ()) -> RunResult:
     """Run the plan's workers in ``processes`` spawned processes and merge their results.
 
     ``on_step`` is called here once per step the children took, a tick's worth at a
     time; once ``stop`` is set, the children's workers stop before their next step.
+    ``kill_at`` lists fractions of the time to ``deadline`` at which one worker process
+    is killed mid-operation and replaced (see the module's docstring).
     """
     if getattr(load_factory(spec), "shares_across_processes", True) is False:
         raise InvalidArgument(
             f"backend {spec!r} keeps its store inside one process, so worker processes "
             "would each see an empty store of their own; run it with threads only")
+
+    counting = _Counting(recorder)
+
     class _Hub(BaseManager):
         """This run's server; a class per run, because registration is per class."""
 
-    _Hub.register("recorder", callable=lambda: recorder)
+    _Hub.register("recorder", callable=lambda: counting)
     _Hub.register("clock", callable=lambda: clock)
     authkey = secrets.token_bytes(16)
     server = _Hub(address=("127.0.0.1", 0), authkey=authkey).get_server()
     serving = threading.Thread(target=_serve, args=(server,), name="memcert-hub", daemon=True)
     serving.start()
-    shares = [list(range(len(plan.workers)))[p::processes] for p in range(processes)]
-    merged = RunResult(plan.scenario, plan.size)
     context = multiprocessing.get_context("spawn")
     steps: Synchronized[int] = context.Value("q", 0)
-    halt = context.Event()
+    ready: Synchronized[int] = context.Value("q", 0)
+    ends: Synchronized[float] = context.Value("d", 0.0)
+    go, halt = context.Event(), context.Event()
+    results: Any = context.Queue()
+    merged = RunResult(plan.scenario, plan.size)
+
+    def spawn(which: list[int], run: Plan, number: int) -> _Child:
+        process = context.Process(
+            target=_child, name=f"memcert-worker-{number}", daemon=True,
+            args=(spec, run, which, first_worker, server.address, authkey,
+                  _Shared(steps, ready, ends, go, halt), results, number))
+        process.start()
+        return _Child(which, process, number)
+
+    shares = [list(range(len(plan.workers)))[p::processes] for p in range(processes)]
+    children = {n: spawn(share, plan, n) for n, share in enumerate(shares) if share}
+    running = dict(children)
+    told = 0
     try:
-        with ProcessPoolExecutor(max_workers=processes, mp_context=context,
-                                 initializer=_share, initargs=(steps, halt)) as pool:
-            futures = [pool.submit(_child, spec, plan, share, first_worker, deadline,
-                                   server.address, authkey) for share in shares if share]
-            told = 0
-            while wait(futures, timeout=TICK_S, return_when=FIRST_EXCEPTION).not_done:
-                told = _tick(steps, told, on_step)
-                if stop is not None and stop.is_set():
-                    halt.set()
-            _tick(steps, told, on_step)
-            for future in futures:
-                part: RunResult = future.result()
-                merged.steps_done += part.steps_done
-                merged.budget_exhausted |= part.budget_exhausted
-                merged.stopped |= part.stopped
-                merged.restore_supported &= part.restore_supported
-                for name, count in part.faults_fired.items():
-                    merged.faults_fired[name] = merged.faults_fired.get(name, 0) + count
+        # The budget starts once every process has imported the backend: starting a
+        # Python process takes seconds on a loaded machine, and a share of a few seconds
+        # would otherwise go to imports.
+        deadline = _start(ready, len(children), ends, go, deadline, running, results)
+        started = time.monotonic()
+        kills = [started + at * (deadline - started) for at in kill_at]
+        while running:
+            told = _tick(steps, told, on_step)
+            if stop is not None and stop.is_set():
+                halt.set()
+            if kills and time.monotonic() >= kills[0] and not halt.is_set():
+                kills.pop(0)
+                victim = _victim(running, len(merged.nemesis) // 2)
+                if victim is not None:
+                    _kill(victim, counting, first_worker, merged, started)
+                    del running[victim.number]
+                    number = max(children) + 1
+                    rest = _remaining(plan, victim.which, counting, first_worker)
+                    begin = len(recorder)
+                    children[number] = running[number] = spawn(victim.which, rest, number)
+                    _note(merged, "restart", recorder, begin, victim, started)
+            _collect(results, running, merged)
+        _tick(steps, told, on_step)
     finally:
+        halt.set()
+        for child in children.values():
+            child.process.join(5)
+            if child.process.is_alive():
+                child.process.kill()
+                child.process.join()
         # serve_forever creates stop_event and polls it; the listener must close too.
         # Neither attribute is in typeshed's stub of Server.
         server.stop_event.set()  # type: ignore[attr-defined]
         server.listener.close()  # type: ignore[attr-defined]
+    merged.steps_done = steps.value
     return merged
+
+
+@dataclasses.dataclass(frozen=True)
+class _Shared:
+    """What the children share with this process: steps taken, processes ready, when
+    the budget ends, the signal to begin, and the signal to stop."""
+
+    steps: Synchronized[int]
+    ready: Synchronized[int]
+    ends: Synchronized[float]
+    go: SharedEvent
+    halt: SharedEvent
+
+
+def _start(ready: Synchronized[int], count: int, ends: Synchronized[float], go: SharedEvent,
+           deadline: float, running: dict[int, _Child], results: Any) -> float:
+    """Wait until ``count`` children are ready, then give them the deadline, moved on by
+    the time they took to start, and let them begin; returns the deadline."""
+    waited_from = time.monotonic()
+    while ready.value < count:
+        if any(not child.process.is_alive() for child in running.values()):
+            _collect(results, running, RunResult("", 0))
+            raise RuntimeError("a worker process died before it was ready")
+        time.sleep(0.01)
+    moved = deadline + (time.monotonic() - waited_from)
+    ends.value = moved
+    go.set()
+    return moved
+
+
+def _victim(running: dict[int, _Child], kills_so_far: int) -> _Child | None:
+    """The process to kill next: each kill a different one of those running, in turn."""
+    alive = [child for child in running.values() if child.process.is_alive()]
+    if not alive:
+        return None
+    return alive[kills_so_far % len(alive)]
+
+
+def _kill(victim: _Child, counting: _Counting, first_worker: int, merged: RunResult,
+          started: float) -> None:
+    """Freeze ``victim`` with an operation in flight, SIGKILL it, and record what it had
+    in flight as unknown."""
+    recorder = counting.recorder
+    workers = {first_worker + k for k in victim.which}
+    pid = victim.process.pid
+    assert pid is not None
+    waited = time.monotonic() + IN_FLIGHT_WAIT_S
+    while True:
+        freeze(pid)
+        time.sleep(SETTLE_S)
+        if recorder.outstanding_of(workers) or time.monotonic() >= waited:
+            break
+        thaw(pid)
+        time.sleep(0.001)
+    begin = len(recorder)
+    victim.process.kill()
+    victim.process.join()
+    for invocation in recorder.outstanding_of(workers):
+        recorder.info(invocation, "worker process killed with SIGKILL, the operation in "
+                                  "flight (injected)")
+    merged.nemesis.append(_event("kill", begin, len(recorder), workers, victim, started))
+    merged.faults_fired["kill"] = merged.faults_fired.get("kill", 0) + 1
+
+
+def _note(merged: RunResult, do: str, recorder: HistoryRecorder, begin: int, victim: _Child,
+          started: float) -> None:
+    workers = {int(w) for w in merged.nemesis[-1]["workers"]}
+    merged.nemesis.append(_event(do, begin, len(recorder), workers, victim, started))
+    merged.faults_fired[do] = merged.faults_fired.get(do, 0) + 1
+
+
+def _event(do: str, begin: int, end: int, workers: set[int], victim: _Child,
+           started: float) -> dict[str, Any]:
+    return {"do": do, "process": victim.number, "t_s": round(time.monotonic() - started, 3),
+            "begin": begin, "end": end, "workers": sorted(workers)}
+
+
+def _remaining(plan: Plan, which: Sequence[int], counting: _Counting,
+               first_worker: int) -> Plan:
+    """The plan with each of ``which``'s workers left only the steps it had not begun."""
+    steps = list(plan.workers)
+    for k in which:
+        steps[k] = steps[k][counting.invoked.get(first_worker + k, 0):]
+    return dataclasses.replace(plan, workers=tuple(steps))
+
+
+def _collect(results: Any, running: dict[int, _Child], merged: RunResult) -> None:
+    """Fold in what children finished within a tick; a child that died unkilled is an
+    error of the run, raised with what it said."""
+    try:
+        number, part = results.get(timeout=TICK_S)
+    except Empty:
+        for number, child in list(running.items()):
+            if not child.process.is_alive() and child.process.exitcode not in (0, None):
+                raise RuntimeError(f"worker process {number} died with exit code "
+                                   f"{child.process.exitcode} before it finished") from None
+        return
+    running.pop(number, None)
+    if isinstance(part, BaseException):
+        raise part
+    merged.budget_exhausted |= part.budget_exhausted
+    merged.stopped |= part.stopped
+    merged.restore_supported &= part.restore_supported
+    for name, count in part.faults_fired.items():
+        merged.faults_fired[name] = merged.faults_fired.get(name, 0) + count
 
 
 def _serve(server: Any) -> None:
@@ -117,27 +308,37 @@ def _tick(steps: Synchronized[int], told: int, on_step: Callable[[], None] | Non
     return taken
 
 
-_steps: Synchronized[int] | None = None
-_halt: SharedEvent | None = None
+def _child(spec: str, plan: Plan, which: list[int], first_worker: int, address: Any,
+           authkey: bytes, shared: _Shared, results: Any, number: int) -> None:
+    """A worker process: import the backend, say it is ready, wait for the signal to
+    begin, run its workers as threads, and send back the result or the error (an error
+    crosses the queue as an exception, pickled)."""
+
+    def counted() -> None:
+        with shared.steps.get_lock():
+            shared.steps.value += 1
+
+    try:
+        client = _Client(address=address, authkey=authkey)
+        client.connect()
+        recorder = client.recorder()  # type: ignore[attr-defined]
+        clock = client.clock()  # type: ignore[attr-defined]
+        factory = load_factory(spec)
+        with shared.ready.get_lock():
+            shared.ready.value += 1
+        shared.go.wait()
+        part: RunResult | BaseException = run_workers(
+            factory, plan, which, recorder, clock, shared.ends.value, first_worker,
+            on_step=counted, stop=shared.halt)
+    except BaseException as error:
+        part = _picklable(error)
+    results.put((number, part))
 
 
-def _share(steps: Synchronized[int], halt: SharedEvent) -> None:
-    """A child's initializer: shared objects reach a spawned process only this way."""
-    global _steps, _halt
-    _steps, _halt = steps, halt
-
-
-def _counted() -> None:
-    assert _steps is not None
-    with _steps.get_lock():
-        _steps.value += 1
-
-
-def _child(spec: str, plan: Plan, which: list[int], first_worker: int, deadline: float,
-           address: Any, authkey: bytes) -> RunResult:
-    client = _Client(address=address, authkey=authkey)
-    client.connect()
-    recorder = client.recorder()  # type: ignore[attr-defined]
-    clock = client.clock()  # type: ignore[attr-defined]
-    return run_workers(load_factory(spec), plan, which, recorder, clock, deadline, first_worker,
-                       on_step=_counted, stop=_halt)
+def _picklable(error: BaseException) -> BaseException:
+    """``error`` if it survives pickling, else a RuntimeError that says what it was."""
+    try:
+        pickle.dumps(error)
+    except Exception:
+        return RuntimeError(f"{type(error).__name__}: {error}")
+    return error

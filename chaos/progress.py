@@ -39,6 +39,9 @@ class TerminalProgress(Progress):
         self._total, self._budget = max(1, total_steps), budget_s
         self._started = time.monotonic()
 
+    def not_run(self, name: str, steps: int) -> None:
+        self._total = max(1, self._total - steps)
+
     def scenario(self, name: str) -> None:
         self._name = name
         self._draw(force=True)

@@ -406,7 +406,7 @@ def render_table(report: Report, *, verbose: bool = False) -> str:
     out = [f"{_command_name(report)} {report.backend}  (seed {report.seed}, level "
            f"{report.level})", "", *lines, *_rate_lines(report), ""]
     starved = [s for s in report.scenarios
-               if s.steps_planned and not s.steps_done and not s.stopped]
+               if s.steps_planned and not s.steps_done and not s.stopped and not s.not_run]
     for scenario in starved:
         out.append(f"scenario {scenario.name} ran none of its {scenario.steps_planned:,} "
                    f"steps in its {scenario.elapsed_s:.1f} s share of the budget; give "
@@ -452,8 +452,13 @@ def render_table(report: Report, *, verbose: bool = False) -> str:
                    f"{first[:160]}")
     if report.errors:
         out.append("")
-    skipped = [s for s in report.scenarios if s.not_run]
-    out.extend(f"scenario {s.name} not run: {s.not_run}" for s in skipped)
+    skipped: dict[str, list[str]] = {}
+    for s in report.scenarios:
+        if s.not_run:
+            skipped.setdefault(s.not_run, []).append(s.name)
+    for reason, names in skipped.items():
+        out.extend(wrap(f"{'scenarios' if len(names) > 1 else 'scenario'} "
+                        f"{', '.join(names)} not run: {reason}", "", "    "))
     if skipped:
         out.append("")
     more = sum(more_examples(report.checks[c] for c in INVARIANTS[n] if c in report.checks)

@@ -37,6 +37,8 @@ from pathlib import Path
 from invariants.adapters.http import DEFAULT_TIMEOUT_S, HttpFactory
 from invariants.errors import FactoryError, MemcertError
 
+from .freeze import freeze, thaw
+
 __all__ = ["SERVE_EXTRA", "ManagedService", "MissingExtra", "ServeFailed", "ServedFactory",
            "managed_service", "require_serve_extra", "serve_command"]
 
@@ -155,11 +157,13 @@ class ManagedService:
         nothing, as if it had crashed at that instant, until :meth:`kill` ends it. What
         the nemesis uses to be sure a crash cuts an operation short. Where there is no
         SIGSTOP (Windows), nothing happens."""
-        stop = getattr(signal, "SIGSTOP", None)
-        if stop is None or self.process.poll() is not None:
-            return
-        self.process.send_signal(stop)
-        _wait_stopped(self.process.pid)
+        if self.process.poll() is None:
+            freeze(self.process.pid)
+
+    def thaw(self) -> None:
+        """SIGCONT after :meth:`freeze`: the process goes on as if it had stalled."""
+        if self.process.poll() is None:
+            thaw(self.process.pid)
 
     def kill(self) -> None:
         """SIGKILL, as a crash would; the database is left as the crash left it."""
@@ -249,22 +253,6 @@ def managed_service(db_url: str | None = None, *, token: str | None = None,
 
 def _without_password(db_url: str) -> str:
     return re.sub(r"(://[^:/@]+:)[^@/]*@", r"\1***@", db_url)
-
-
-def _wait_stopped(pid: int, timeout_s: float = 2.0) -> None:
-    """Wait until ``pid`` shows as stopped in ``/proc`` (a signal is delivered when the
-    process next runs, not when it is sent); where there is no ``/proc``, a moment."""
-    stat = Path(f"/proc/{pid}/stat")
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            state = stat.read_text().rsplit(")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            time.sleep(0.05)
-            return
-        if state in ("T", "t"):
-            return
-        time.sleep(0.001)
 
 
 def _spawn(command: list[str], env: dict[str, str]) -> subprocess.Popen[str]:

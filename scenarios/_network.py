@@ -27,6 +27,7 @@ _STEP_FIELDS: dict[str, tuple[str, ...]] = {
     "partition": ("at", "do", "groups"),
     "heal": ("at", "do"),
     "crash": ("at", "do", "down_s"),
+    "pause": ("at", "do", "down_s"),
 }
 
 
@@ -84,9 +85,9 @@ def _step(path: Path, where: str, item: Any) -> NemesisStep:
                                 'Name the toxic an earlier add_toxic step added, e.g. '
                                 'toxic = "slow_answers".')
         return NemesisStep(float(at), "remove_toxic", name=name)
-    if action == "crash":
+    if action in ("crash", "pause"):
         down_s = _seconds(path, f"{where}.down_s", item.get("down_s", 0.0), low=0.0, high=600.0)
-        return NemesisStep(float(at), "crash", down_s=down_s)
+        return NemesisStep(float(at), action, down_s=down_s)  # type: ignore[arg-type]
     return NemesisStep(float(at), action, groups=groups)  # type: ignore[arg-type]
 
 

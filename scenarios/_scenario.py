@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import math
 import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,15 +20,20 @@ from ._errors import MISSING, ScenarioError, did_you_mean, shown
 from ._faults import fault_spec
 from ._files import find, names_in, read_table, reject_unknown, require_str
 from ._network import network
+from ._processes import processes
+from ._service import service
 from .generators import Context, Facts, Generator
 from .generators._facts import scenario_code
 from .network_plan import Network
 from .plan import FaultSpec, Plan, Step
+from .process_plan import Processes
+from .service_plan import Service
 
 __all__ = ["SCENARIO_DIR", "Scenario", "list_scenarios", "load_scenario"]
 
 SCENARIO_DIR = Path(__file__).parent
-_FIELDS = ("description", "generator", "params", "faults", "requires", "network")
+_FIELDS = ("description", "generator", "params", "faults", "requires", "network", "processes",
+           "tag", "service")
 _KINDS = ("write", "delete", "restore", "read")
 
 
@@ -39,7 +45,8 @@ class Scenario:
     defaults filled in. ``requires`` lists the coverage conditions the plan is built to
     produce (see ``scenarios.COVERAGE``). ``network``, from the ``[network]`` table,
     puts the workers in client groups behind fault proxies under a nemesis timeline
-    (:mod:`scenarios.network_plan`).
+    (:mod:`scenarios.network_plan`). ``processes``, from the ``[processes]`` table, runs
+    the workers in worker processes (:mod:`scenarios.process_plan`).
     """
 
     name: str
@@ -51,6 +58,12 @@ class Scenario:
     path: Path = field(compare=False)
     implementation: Generator = field(compare=False, repr=False)
     network: Network | None = None
+    processes: Processes | None = None
+    service: Service | None = None
+    """How memcert starts the service this scenario crashes or pauses, if it says."""
+    tag: str = ""
+    """What starts every tag its values carry: the ``tag`` field, or the initials of
+    its name; two scenarios of one suite must differ in it."""
 
     def plan(self, *, seed: int, workers: int, level: str, scale: float = 1.0) -> Plan:
         """The plan for these arguments; the same arguments always give an equal plan.
@@ -67,7 +80,7 @@ class Scenario:
             level=cast(Paraphrase, level),
             scale=float(scale),
             params=self.params,
-            facts=Facts(scenario_code(self.name)),
+            facts=Facts(self.tag or scenario_code(self.name)),
         )
         steps = tuple(tuple(mine) for mine in self.implementation.build(ctx))
         self._check_steps(steps, ctx)
@@ -78,7 +91,7 @@ class Scenario:
         )
         return Plan(
             scenario=self.name, seed=seed, workers=steps, faults=self.faults, requires=requires,
-            network=self.network,
+            network=self.network, processes=self.processes,
         )
 
     def _check_steps(self, workers: Sequence[Sequence[Step]], ctx: Context) -> None:
@@ -165,7 +178,19 @@ def load_scenario(name_or_path: str | os.PathLike[str]) -> Scenario:
         path=path,
         implementation=implementation,
         network=network(path, table["network"]) if "network" in table else None,
+        processes=processes(path, table["processes"]) if "processes" in table else None,
+        tag=_tag(path, table.get("tag", MISSING)) or scenario_code(path.stem),
+        service=service(path, table["service"]) if "service" in table else None,
     )
+
+
+def _tag(path: Path, value: object) -> str:
+    if value is MISSING:
+        return ""
+    if not isinstance(value, str) or not re.fullmatch(r"[a-z]{1,8}", value):
+        raise ScenarioError(path, "tag", value, "is not 1 to 8 lowercase ASCII letters",
+                            'Give the prefix of its values\' tags, e.g. tag = "cwk".')
+    return value
 
 
 def list_scenarios() -> list[str]:

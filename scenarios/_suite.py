@@ -11,13 +11,14 @@ from typing import Any
 from ._errors import MISSING, ScenarioError, did_you_mean
 from ._files import find, names_in, read_table, reject_unknown, require_str
 from ._scenario import SCENARIO_DIR, Scenario, load_scenario
-from .generators._facts import scenario_code
+from ._service import service
 from .plan import Plan
+from .service_plan import Service
 
 __all__ = ["SUITE_DIR", "Suite", "SuiteEntry", "list_suites", "load_suite"]
 
 SUITE_DIR = Path(__file__).parent / "suites"
-_FIELDS = ("description", "budget_s", "scenarios")
+_FIELDS = ("description", "budget_s", "scenarios", "service")
 _ENTRY_FIELDS = ("name", "share", "scale")
 
 
@@ -44,6 +45,9 @@ class Suite:
     budget_s: float
     entries: tuple[SuiteEntry, ...]
     path: Path
+    service: Service | None = None
+    """How memcert starts the user's service: the suite's ``[service]`` table, or else
+    the first of its scenarios that has one."""
 
     def plans(self, *, seed: int, workers: int, level: str, scale: float = 1.0) -> tuple[Plan, ...]:
         """One plan per entry, in order, each at the entry's scale times ``scale``."""
@@ -80,9 +84,11 @@ def load_suite(name_or_path: str | os.PathLike[str]) -> Suite:
         )
     entries = tuple(_entry(path, f"scenarios[{n}]", item) for n, item in enumerate(listed))
     _check_entries(path, entries)
+    own = service(path, table["service"]) if "service" in table else None
     return Suite(
         name=path.stem, description=description, budget_s=float(budget), entries=entries,
-        path=path,
+        path=path, service=own or next(
+            (e.scenario.service for e in entries if e.scenario.service is not None), None),
     )
 
 
@@ -138,13 +144,14 @@ def _check_entries(path: Path, entries: tuple[SuiteEntry, ...]) -> None:
                 path, f"scenarios[{n}].name", name, "is listed twice",
                 "List each scenario once; a larger scale gives it more volume.",
             )
-        code = scenario_code(name)
+        code = entry.scenario.tag
         if code in seen:
             raise ScenarioError(
                 path, f"scenarios[{n}].name", name,
                 f"tags its values {code!r} like {seen[code]!r}, so values could repeat "
                 "across the two",
-                "Rename one of the scenario files so their initials differ.",
+                "Rename one of the scenario files so their initials differ, or give one a "
+                'tag field of its own (tag = "cwk").',
             )
         seen[code] = name
     total = math.fsum(entry.share for entry in entries)

@@ -103,6 +103,11 @@ CONDITIONS: Mapping[str, Condition] = MappingProxyType(
             "an acknowledged write that completed before the service was killed, to an "
             "entity that a read invoked after the restart read successfully",
         ),
+        "answered_across_pause": Condition(
+            "durability",
+            "an operation in flight while the service was frozen (SIGSTOP): invoked "
+            "before it went on (SIGCONT), and answered after",
+        ),
     }
 )
 """Every coverage condition; a write's *key* is (namespace, entity_id, meta.slot)."""

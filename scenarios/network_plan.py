@@ -19,7 +19,10 @@ Actions (``do``):
 - ``partition``: take the proxies of ``groups`` down; their clients are refused;
 - ``heal``: remove every toxic and bring every proxy up;
 - ``crash``: SIGKILL the service, wait ``down_s``, restart it on the same database and
-  port. Only a service memcert runs itself can be crashed.
+  port. Only a service memcert runs itself can be crashed;
+- ``pause``: SIGSTOP the service, wait ``down_s``, SIGCONT it: a stall (a long garbage
+  collection, a host under load) with no crash. Only a service memcert runs itself can
+  be paused.
 
 Whatever the timeline says, the nemesis heals everything (and restarts a crashed
 service) before the final reads.
@@ -232,7 +235,7 @@ class Toxic:
 
 # -- the network and its nemesis -------------------------------------------------------
 
-Action = Literal["add_toxic", "remove_toxic", "partition", "heal", "crash"]
+Action = Literal["add_toxic", "remove_toxic", "partition", "heal", "crash", "pause"]
 ACTIONS: tuple[str, ...] = get_args(Action)
 _PROXY_ACTIONS = frozenset({"add_toxic", "remove_toxic", "partition", "heal"})
 DEFAULT_GROUP = "clients"
@@ -245,7 +248,7 @@ class NemesisStep:
     ``at`` is a fraction of the scenario in [0, 1]. ``toxic`` is set for ``add_toxic``;
     ``name`` names the toxic of a ``remove_toxic``; ``groups`` are the groups an
     ``add_toxic`` or a ``partition`` acts on; ``down_s`` is how long a ``crash`` keeps
-    the service down before restarting it.
+    the service down before restarting it, or a ``pause`` keeps it frozen.
     """
 
     at: float
@@ -264,7 +267,7 @@ class NemesisStep:
             shown["toxic"] = self.toxic.to_json()
         if self.name:
             shown["name"] = self.name
-        if self.do == "crash":
+        if self.do in ("crash", "pause"):
             shown["down_s"] = self.down_s
         return shown
 
@@ -305,8 +308,14 @@ class Network:
 
     @property
     def crashes(self) -> bool:
-        """Whether any step crashes the service, so memcert must control its process."""
+        """Whether any step crashes the service."""
         return any(step.do == "crash" for step in self.timeline)
+
+    @property
+    def signals_service(self) -> bool:
+        """Whether any step crashes or pauses the service, so memcert must control its
+        process."""
+        return any(step.do in ("crash", "pause") for step in self.timeline)
 
     def group_of(self, worker: int) -> str:
         """The group of the plan's worker number ``worker`` (counted from 0)."""
@@ -351,8 +360,8 @@ class Network:
                 active.discard(step.name)
             elif step.do == "heal":
                 active.clear()
-            if step.do == "crash" and not (math.isfinite(step.down_s) and 0 <= step.down_s
-                                           <= 600):
+            if step.do in ("crash", "pause") and not (
+                    math.isfinite(step.down_s) and 0 <= step.down_s <= 600):
                 raise InvalidArgument(f"{where}: down_s={step.down_s!r} must be in [0, 600] "
                                       "seconds")
 

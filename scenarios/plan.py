@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from .network_plan import Network
+from .process_plan import Processes
 
 __all__ = ["FaultSpec", "Plan", "Step", "StepKind"]
 
@@ -60,7 +61,8 @@ class Plan:
 
     ``network``, when set, puts the workers in client groups behind fault proxies and
     runs a nemesis timeline alongside them (:mod:`scenarios.network_plan`); such a plan
-    needs a backend reached over HTTP.
+    needs a backend reached over HTTP. ``processes``, when set, runs the workers in worker
+    processes sharing the store, and may kill them (:mod:`scenarios.process_plan`).
     """
 
     scenario: str
@@ -69,6 +71,7 @@ class Plan:
     faults: tuple[FaultSpec, ...] = ()
     requires: tuple[str, ...] = ()
     network: Network | None = None
+    processes: Processes | None = None
 
     @property
     def size(self) -> int:

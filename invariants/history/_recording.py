@@ -7,7 +7,7 @@ import os
 import threading
 import time
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import IO, cast
 
@@ -153,6 +153,13 @@ class HistoryRecorder:
         with self._lock:
             return sum(1 for entry in self._validator.outstanding.values()
                        if entry.index >= index)
+
+    def outstanding_of(self, workers: Collection[int]) -> list[Entry]:
+        """The invocations of ``workers`` not yet completed, oldest first: what a worker
+        process killed with SIGKILL had in flight, whose outcomes are now unknown."""
+        with self._lock:
+            return sorted((entry for entry in self._validator.outstanding.values()
+                           if entry.worker in workers), key=lambda entry: entry.index)
 
     def __len__(self) -> int:
         return self._validator.count

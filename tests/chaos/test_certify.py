@@ -239,6 +239,9 @@ class _Watched(Progress):
     def scenario(self, name: str) -> None:
         self.scenarios.append(name)
 
+    def not_run(self, name: str, steps: int) -> None:
+        self.total -= steps
+
     def step(self, violations: int) -> None:
         self.counts.append(violations)
 

@@ -244,5 +244,6 @@ def test_a_short_first_round_still_runs_every_scenario(tmp_path):
     first = [r for r in rounds(out) if r["round"] == 0]
     assert [r["scenario"] for r in first] == [
         "out_of_order_causal", "concurrent_writes", "delete_then_write", "paraphrase_flood",
-        "mixed"]
-    assert all(r["steps_done"] > 0 for r in first), first
+        "mixed", "process_writes", "crash_worker", "crash_restart", "pause"]
+    # The last four need a store shared across processes, or a service memcert runs.
+    assert all(r["steps_done"] > 0 for r in first[:5]), first

@@ -24,8 +24,10 @@ from invariants.history import HistoryRecorder, Read, WriteMeta, read_history
 NOT_HTTP = ("needs a backend reached over HTTP, so that faults can sit between the workers "
             "and the service: certify a service URL (memcert certify http://HOST:PORT) or "
             "let memcert serve the reference store (memcert certify --serve)")
-NOT_MANAGED = ("needs a service memcert can kill and restart: let memcert run it (memcert "
-               "certify --serve [--db URL])")
+NOT_MANAGED = ("needs a service memcert starts itself and can signal (SIGSTOP, SIGKILL, "
+               "restart): let memcert run the reference store (memcert certify --serve "
+               "[--db URL]), or give the command that starts yours (memcert certify "
+               "http://127.0.0.1:{port} --service-cmd 'CMD ... {port} ...')")
 
 
 def options(tmp_path: Path, **overrides: object) -> CertifyOptions:
@@ -49,7 +51,7 @@ def test_the_network_suite_certifies_a_served_store_and_every_fault_fired(tmp_pa
     assert sum(check.violation_count for check in report.checks.values()) == 0
     assert report.verdict == "certified", render_table(report)
     for condition in ("network_fault_during_ops", "partition_cut_ops", "crash_lost_in_flight",
-                      "writes_acked_before_crash"):
+                      "writes_acked_before_crash", "answered_across_pause"):
         assert report.coverage[condition] > 0, condition
     scenarios = {s.name: s for s in report.scenarios}
     assert all(not s.not_run for s in scenarios.values())
@@ -60,6 +62,9 @@ def test_the_network_suite_certifies_a_served_store_and_every_fault_fired(tmp_pa
     assert (crash.faults_fired["kill"], crash.faults_fired["restart"]) == (2, 2)
     assert min(cut_short_by_each_kill(tmp_path / "out", crash.nemesis)) > 0
     assert [e["do"] for e in crash.nemesis] == ["kill", "restart", "kill", "restart", "heal"]
+    pause = scenarios["pause"]
+    assert pause.faults_fired == {"pause": 2}
+    assert [e["do"] for e in pause.nemesis] == ["pause", "resume", "pause", "resume", "heal"]
     cut = [e for e in scenarios["partition"].nemesis if e["do"] == "partition"]
     # Worker k of a plan is in group k % 2; the partition plan's first worker id is 9.
     assert [e["groups"] for e in cut] == [["b"], ["a"]]
@@ -67,7 +72,7 @@ def test_the_network_suite_certifies_a_served_store_and_every_fault_fired(tmp_pa
     assert report.backend == served.url
 
     saved = json.loads((tmp_path / "out" / "results.json").read_text())
-    assert [s["not_run"] for s in saved["scenarios"]] == [None, None, None]
+    assert [s["not_run"] for s in saved["scenarios"]] == [None, None, None, None]
     again = replay(tmp_path / "out")
     assert again.coverage == report.coverage
     assert again.verdict == "certified"
@@ -97,12 +102,13 @@ def test_an_in_process_backend_runs_none_of_the_network_suite_and_says_why(tmp_p
     report = certify("chaos.examples:in_memory", options(tmp_path))
     assert [(s.name, s.not_run, s.steps_done) for s in report.scenarios] == [
         ("network_faults", NOT_HTTP, 0), ("partition", NOT_HTTP, 0),
-        ("crash_restart", NOT_HTTP, 0)]
+        ("crash_restart", NOT_HTTP, 0), ("pause", NOT_HTTP, 0)]
     # Nothing ran, so nothing passed; and nothing is unknown for want of a condition.
     assert {v.verdict for v in report.invariants.values()} == {"unknown"}
     assert all(not v.missing_conditions for v in report.invariants.values())
     assert report.history_entries == 0
-    assert f"scenario partition not run: {NOT_HTTP}" in render_table(report)
+    assert (f"scenarios network_faults, partition, crash_restart, pause not run: {NOT_HTTP}"
+            in " ".join(render_table(report).split()))
 
 
 def test_a_service_memcert_does_not_run_cannot_be_crashed(tmp_path):

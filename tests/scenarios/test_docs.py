@@ -19,7 +19,8 @@ def test_every_field_fault_condition_and_parameter_is_documented():
              "description", "generator", "params", "faults", "requires", "budget_s",
              "scenarios[].name", "scenarios[].share", "scenarios[].scale", "network",
              *ACTIONS, "groups", "timeout_s", "backoff_s", "nemesis", "at", "down_s",
-             "toxic", "not_run"]
+             "toxic", "not_run", "processes", "count", "kill_at", "tag", "service",
+             "command", "health_url", "start_timeout_s", "cwd"]
     for scenario in map(load_scenario, list_scenarios()):
         assert f"### `{scenario.name}`" in DOC
         names += list(scenario.params)

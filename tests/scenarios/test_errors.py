@@ -39,7 +39,7 @@ def test_unknown_field_suggests_the_close_one(tmp_path):
     assert str(load_error(path)) == (
         f"{path}: requirs=[] (type list) is not a field of a scenario. Did you mean "
         "'requires'? A scenario has the fields description, generator, params, faults, "
-        "requires, network."
+        "requires, network, processes, tag, service."
     )
 
 
@@ -76,8 +76,9 @@ def test_unknown_scenario_name_suggests_the_close_one():
     assert str(info.value) == (
         "scenario='concurent_writes' (type str) is not a known scenario. Did you mean "
         "'concurrent_writes'? Known scenarios: concurrent_writes, crash_restart, "
-        "delete_then_write, mixed, network_faults, out_of_order_causal, paraphrase_flood, "
-        "partition; or give the path of a .toml file."
+        "crash_worker, delete_then_write, mixed, network_faults, out_of_order_causal, "
+        "paraphrase_flood, partition, pause, process_writes; or give the path of a .toml "
+        "file."
     )
     assert info.value.path is None
 
@@ -261,9 +262,9 @@ def test_suite_errors(tmp_path):
     path, message = suite_error(tmp_path, '[[scenarios]]\nname = "mixd"\nshare = 1.0\n')
     assert message == (
         f"{path}: scenarios[0].name='mixd' (type str) is not a known scenario. Did you mean "
-        "'mixed'? Known scenarios: concurrent_writes, crash_restart, delete_then_write, mixed, "
-        "network_faults, out_of_order_causal, paraphrase_flood, partition; or give a .toml "
-        "path relative to the suite."
+        "'mixed'? Known scenarios: concurrent_writes, crash_restart, crash_worker, "
+        "delete_then_write, mixed, network_faults, out_of_order_causal, paraphrase_flood, "
+        "partition, pause, process_writes; or give a .toml path relative to the suite."
     )
     path, message = suite_error(tmp_path, '[[scenarios]]\nname = "mixed"\nshare = 0.5\n')
     assert message == (
@@ -303,5 +304,6 @@ def test_suite_refuses_two_scenarios_whose_values_would_share_tags(tmp_path):
     assert message == (
         f"{path}: scenarios[1].name='cold_wave' (type str) tags its values 'cw' like "
         "'concurrent_writes', so values could repeat across the two. Rename one of the "
-        "scenario files so their initials differ."
+        "scenario files so their initials differ, or give one a tag field of its own "
+        '(tag = "cwk").'
     )

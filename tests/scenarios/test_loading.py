@@ -9,10 +9,12 @@ from scenarios import COVERAGE, list_scenarios, list_suites, load_scenario, load
 from scenarios._scenario import SCENARIO_DIR
 from scenarios.plan import FaultSpec
 
-NAMES = ["concurrent_writes", "crash_restart", "delete_then_write", "mixed", "network_faults",
-         "out_of_order_causal", "paraphrase_flood", "partition"]
-NETWORK = ["network_faults", "partition", "crash_restart"]
-IN_PROCESS = [name for name in NAMES if name not in NETWORK]
+NAMES = ["concurrent_writes", "crash_restart", "crash_worker", "delete_then_write", "mixed",
+         "network_faults", "out_of_order_causal", "paraphrase_flood", "partition", "pause",
+         "process_writes"]
+NETWORK = ["network_faults", "partition", "crash_restart", "pause"]
+PROCESSES = ["process_writes", "crash_worker"]
+IN_PROCESS = [name for name in NAMES if name not in NETWORK + PROCESSES]
 
 
 def test_public_surface_is_small_and_fixed():
@@ -85,7 +87,7 @@ def test_a_module_path_names_its_generator_attribute(tmp_path):
     assert {step.entity_id for step in plan.workers[1]} == {"k0", "k1"}
 
 
-def test_suites_are_listed_and_the_certify_suite_runs_all_five_in_60_s():
+def test_suites_are_listed_and_the_certify_suite_runs_every_phase_in_60_s():
     assert list_suites() == ["certify", "network", "nightly"]
     suite = load_suite("certify")
     assert suite.budget_s == 60
@@ -93,7 +95,7 @@ def test_suites_are_listed_and_the_certify_suite_runs_all_five_in_60_s():
     # plan's hot key sees the clock pass 9 -> 10 and 99 -> 100.
     assert [entry.scenario.name for entry in suite.entries] == [
         "out_of_order_causal", "concurrent_writes", "delete_then_write", "paraphrase_flood",
-        "mixed",
+        "mixed", "process_writes", "crash_worker", "crash_restart", "pause",
     ]
     assert load_suite("nightly").entries[0].scenario.name == "out_of_order_causal"
     assert sum(entry.budget_s(suite.budget_s) for entry in suite.entries) == pytest.approx(60)
@@ -109,12 +111,13 @@ def test_the_nightly_suite_is_bigger_in_budget_and_volume():
     assert all(large[name] > 4 * small[name] for name in IN_PROCESS)
 
 
-def test_the_network_suite_runs_the_three_scenarios_that_need_a_service():
+def test_the_network_suite_runs_the_four_scenarios_that_need_a_service():
     suite = load_suite("network")
     assert [entry.scenario.name for entry in suite.entries] == NETWORK
     networks = [entry.scenario.network for entry in suite.entries]
-    assert [(n.uses_proxies, n.crashes) for n in networks if n is not None] == [
-        (True, False), (True, False), (False, True)]
+    assert [(n.uses_proxies, n.crashes, n.signals_service) for n in networks
+            if n is not None] == [
+        (True, False, False), (True, False, False), (False, True, True), (False, False, True)]
     assert all(load_scenario(name).network is None for name in IN_PROCESS)
 
 

@@ -33,7 +33,7 @@ def test_the_table_becomes_groups_and_a_timeline_the_plan_carries(tmp_path):
     ('[[network.nemesis]]\nat = 0.5\ndo = "partiton"\ngroups = ["clients"]\n',
      "network.nemesis[0].do",
      "network.nemesis[0].do='partiton' (type str) is not an action. Did you mean "
-     "'partition'? Give one of add_toxic, remove_toxic, partition, heal, crash."),
+     "'partition'? Give one of add_toxic, remove_toxic, partition, heal, crash, pause."),
     ('[[network.nemesis]]\nat = 0.2\ndo = "add_toxic"\ntoxic = "lag"\ntype = "latency"\n'
      'attributes = { latency = 10, jiter = 3 }\n',
      "network.nemesis[0]",
