@@ -71,8 +71,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         parser.error(f"no benchmark named {', '.join(map(repr, unknown))}; "
                      f"choose among {', '.join(BENCHMARKS)}")
     if rest and (len(names) != 1 or names[0] not in OPTIONS):
-        parser.error(f"unrecognized arguments: {' '.join(rest)}; only {', '.join(OPTIONS)} "
-                     "takes options, after its name and alone")
+        takers = " and ".join(OPTIONS)
+        parser.error(f"unrecognized arguments: {' '.join(rest)}; only {takers} "
+                     f"take{'s' if len(OPTIONS) == 1 else ''} options, after the name, alone")
     if not args.no_header:
         print(f"# memcert benchmarks\n\nPython {platform.python_version()} on "
               f"{platform.machine()}, {_cores()} cores.", flush=True)

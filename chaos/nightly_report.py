@@ -180,8 +180,9 @@ def _elapsed(report: Report, phases: Mapping[str, float]) -> str:
     took = report.elapsed_s + phases.get("report", 0.0)
     if not report.budget_s:
         return f"took {took:.0f} s"
-    over = took / report.budget_s - 1
-    share = f"{over:+.0%}" if abs(over) >= 0.005 else "on time"
+    ratio = took / report.budget_s
+    # A ratio, not a percentage: the page's percentages are rates, at most 100 %.
+    share = f"{ratio:.2f}× the budget" if abs(ratio - 1) >= 0.005 else "on time"
     return f"took {took:.1f} s of a {report.budget_s:g} s budget ({share})"
 
 
@@ -218,7 +219,7 @@ def _overrun(report: Report, phases: Mapping[str, float], stateful_share: float)
     rows = "".join(f"<tr><td>{_e(name)}</td><td>{seconds:.2f} s</td>"
                    f"<td>{_e(PHASES.get(name, ''))}</td></tr>" for name, seconds in phases.items())
     return (f'<div class="overrun"><p><b>Over budget by {_s(took - budget)} s '
-            f"({took / budget - 1:.0%}).</b> The budget is split before the run: "
+            f"({took / budget:.2f}× the budget).</b> The budget is split before the run: "
             f"{1 - CHECK_RESERVE - stateful_share:.0%} for the scenarios, "
             f"{stateful_share:.0%} for the stateful phase, {CHECK_RESERVE:.0%} reserved for "
             "the final reads and checking; a phase that runs longer is not cut short "

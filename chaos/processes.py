@@ -67,11 +67,14 @@ _Client.register("clock")
 
 class _Counting:
     """The recorder as the children see it: it also counts each worker's invocations, so
-    that a process taking over a killed one knows which steps were begun."""
+    that a process taking over a killed one knows which steps were begun, and its
+    acknowledged writes, so that a kill has something to lose."""
 
     def __init__(self, recorder: HistoryRecorder) -> None:
         self.recorder = recorder
         self.invoked: dict[int, int] = {}
+        self.acknowledged: dict[int, int] = {}
+        """Per worker, its writes answered ``applied``."""
         self._lock = threading.Lock()
 
     def invoke(self, worker: int, op: Any, **kwargs: Any) -> Entry:
@@ -80,6 +83,10 @@ class _Counting:
         return self.recorder.invoke(worker, op, **kwargs)
 
     def ok(self, invocation: Entry, result: Any) -> Entry:
+        if invocation.f == "write" and getattr(result, "applied", False):
+            with self._lock:
+                worker = invocation.worker
+                self.acknowledged[worker] = self.acknowledged.get(worker, 0) + 1
         return self.recorder.ok(invocation, result)
 
     def fail(self, invocation: Entry, error: Any) -> Entry:
@@ -110,8 +117,9 @@ def run_in_processes(spec: str, plan: Plan, recorder: HistoryRecorder, clock: La
 
     ``on_step`` is called here once per step the children took, a tick's worth at a
     time; once ``stop`` is set, the children's workers stop before their next step.
-    ``kill_at`` lists fractions of the time to ``deadline`` at which one worker process
-    is killed mid-operation and replaced (see the module's docstring).
+    ``kill_at`` lists fractions of the run (by steps done or by time to ``deadline``,
+    whichever is further) at which one worker process is killed mid-operation and
+    replaced (see the module's docstring).
     """
     if getattr(load_factory(spec), "shares_across_processes", True) is False:
         raise InvalidArgument(
@@ -155,15 +163,16 @@ def run_in_processes(spec: str, plan: Plan, recorder: HistoryRecorder, clock: La
         # would otherwise go to imports.
         deadline = _start(ready, len(children), ends, go, deadline, running, results)
         started = time.monotonic()
-        kills = [started + at * (deadline - started) for at in kill_at]
+        kills = list(kill_at)
         while running:
             told = _tick(steps, told, on_step)
             if stop is not None and stop.is_set():
                 halt.set()
-            if kills and time.monotonic() >= kills[0] and not halt.is_set():
-                kills.pop(0)
-                victim = _victim(running, len(merged.nemesis) // 2)
+            if kills and _progress(steps.value, plan.size, started, deadline) >= kills[0] \
+                    and not halt.is_set():
+                victim = _victim(running, len(merged.nemesis) // 2, counting, first_worker)
                 if victim is not None:
+                    kills.pop(0)
                     _kill(victim, counting, first_worker, merged, started)
                     del running[victim.number]
                     number = max(children) + 1
@@ -216,12 +225,25 @@ def _start(ready: Synchronized[int], count: int, ends: Synchronized[float], go: 
     return moved
 
 
-def _victim(running: dict[int, _Child], kills_so_far: int) -> _Child | None:
-    """The process to kill next: each kill a different one of those running, in turn."""
+def _progress(done: int, planned: int, started: float, deadline: float) -> float:
+    """How far through the plan the run is, by steps done or by time spent, whichever is
+    further, as the nemesis counts it: a fast backend finishes its steps well before its
+    budget, and the kills must still fall inside the run."""
+    by_time = (time.monotonic() - started) / max(deadline - started, 1e-9)
+    return max(done / max(planned, 1), by_time)
+
+
+def _victim(running: dict[int, _Child], kills_so_far: int, counting: _Counting,
+            first_worker: int) -> _Child | None:
+    """The process to kill next, each kill a different one of those running, in turn; or
+    None until one has had a write acknowledged, since a kill before any proves nothing
+    about what a crash keeps (the kill then waits for the next tick)."""
     alive = [child for child in running.values() if child.process.is_alive()]
-    if not alive:
+    ready = [child for child in alive
+             if any(counting.acknowledged.get(first_worker + k) for k in child.which)]
+    if not ready:
         return None
-    return alive[kills_so_far % len(alive)]
+    return ready[kills_so_far % len(ready)]
 
 
 def _kill(victim: _Child, counting: _Counting, first_worker: int, merged: RunResult,
@@ -310,9 +332,9 @@ def _tick(steps: Synchronized[int], told: int, on_step: Callable[[], None] | Non
 
 def _child(spec: str, plan: Plan, which: list[int], first_worker: int, address: Any,
            authkey: bytes, shared: _Shared, results: Any, number: int) -> None:
-    """A worker process: import the backend, say it is ready, wait for the signal to
-    begin, run its workers as threads, and send back the result or the error (an error
-    crosses the queue as an exception, pickled)."""
+    """A worker process: import the backend and open a first handle, say it is ready,
+    wait for the signal to begin, run its workers as threads, and send back the result
+    or the error (an error crosses the queue as an exception, pickled)."""
 
     def counted() -> None:
         with shared.steps.get_lock():
@@ -324,6 +346,9 @@ def _child(spec: str, plan: Plan, which: list[int], first_worker: int, address: 
         recorder = client.recorder()  # type: ignore[attr-defined]
         clock = client.clock()  # type: ignore[attr-defined]
         factory = load_factory(spec)
+        # One handle opened and closed before the budget starts: a backend's first handle
+        # in a process (an engine, a schema check, a model) is the slow one.
+        factory().close()
         with shared.ready.get_lock():
             shared.ready.value += 1
         shared.go.wait()

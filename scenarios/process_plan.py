@@ -4,9 +4,10 @@ A backend can be right under threads and wrong under processes: a ``threading.Lo
 around check-then-insert on a shared file serialises one process's writers and no
 other's. A scenario with this table runs its workers spread over ``count`` processes,
 so two processes write one key at once. ``kill_at`` makes it a crash scenario for a
-library backend: at each of those fractions of the scenario's budget, one worker
+library backend: at each of those fractions of the run, one worker
 process is killed with SIGKILL in the middle of an operation and another takes over
-its remaining steps, as a supervisor would restart it.
+its remaining steps, as a supervisor would restart it; the run is measured by steps done or
+by time spent, whichever is further.
 
 The table is data, like the rest of a plan; :mod:`chaos.processes` acts on it.
 """

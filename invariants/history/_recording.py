@@ -154,6 +154,16 @@ class HistoryRecorder:
             return sum(1 for entry in self._validator.outstanding.values()
                        if entry.index >= index)
 
+    def settle(self, timeout_s: float = 30.0) -> None:
+        """Return once every entry recorded so far is written and has been shown to the
+        deferred observers, or ``timeout_s`` has passed: what a caller does before it
+        reads counts those observers keep, at a boundary such as the end of a scenario.
+        Without a writer thread there is nothing to wait for."""
+        with self._lock:
+            writer, queued = self._writer, self._validator.count
+        if writer is not None:
+            writer.settle(queued, timeout_s)
+
     def outstanding_of(self, workers: Collection[int]) -> list[Entry]:
         """The invocations of ``workers`` not yet completed, oldest first: what a worker
         process killed with SIGKILL had in flight, whose outcomes are now unknown."""
@@ -297,6 +307,9 @@ class _Writer:
         self.queue: list[Entry] = []
         """Entries waiting, in index order; appended to under the recorder's lock."""
         self._wake = threading.Event()
+        self._shown = 0
+        """Entries written and shown to the observers so far."""
+        self._settled = threading.Condition()
         self._stopping = False
         self._error: BaseException | None = None
         self._thread = threading.Thread(
@@ -307,6 +320,14 @@ class _Writer:
     def wake(self) -> None:
         """Write what is queued now rather than at the end of the interval."""
         self._wake.set()
+
+    def settle(self, count: int, timeout_s: float) -> None:
+        """Wait until ``count`` entries have been written and observed (or the thread has
+        stopped, or ``timeout_s`` is over)."""
+        self._wake.set()
+        with self._settled:
+            self._settled.wait_for(
+                lambda: self._shown >= count or not self._thread.is_alive(), timeout_s)
 
     def close(self) -> None:
         """Stop the thread, write and observe whatever is still queued, close the file,
@@ -352,3 +373,7 @@ class _Writer:
             self._observers = ()
             if self._error is None:
                 self._error = error
+        finally:
+            with self._settled:
+                self._shown += len(entries)
+                self._settled.notify_all()

@@ -153,8 +153,8 @@ def test_python_m_benchmarks_passes_history_its_options_and_no_other(capsys):
     with pytest.raises(SystemExit) as exited:
         benchmarks_main(["checkers", "--sizes", "1M"])
     assert exited.value.code == 2
-    assert ("error: unrecognized arguments: --sizes 1M; only history takes options, after its "
-            "name and alone") in capsys.readouterr().err
+    assert ("error: unrecognized arguments: --sizes 1M; only history and guard take options, "
+            "after the name, alone") in capsys.readouterr().err
 
 
 def test_a_scaled_history_is_reused_until_the_real_run_is_recorded_again(data, source):

@@ -67,7 +67,7 @@ def _no_answer(done: Entry) -> bool:
 
 
 def _oracle_nemesis_conditions(pairs, events):
-    toxics, cuts, crashes = [], [], []
+    toxics, cuts, crashes, resumes = [], [], [], []
     open_toxics: dict[str, tuple[frozenset[int], int]] = {}
     open_cuts: list[tuple[frozenset[int], int]] = []
     down = None
@@ -91,6 +91,8 @@ def _oracle_nemesis_conditions(pairs, events):
         elif action == "restart" and down is not None:
             crashes.append((down[0], down[1], end))
             down = None
+        elif action == "resume":
+            resumes.append((workers, begin))
 
     def during(windows):
         return sum(1 for inv, done in pairs if _no_answer(done) and any(
@@ -107,8 +109,11 @@ def _oracle_nemesis_conditions(pairs, events):
         inv.worker in hit and done.index < start
         and read_after.get((inv.op.namespace, inv.op.entity_id), -1) >= back
         for hit, start, back in crashes))
+    across = sum(1 for inv, done in pairs if done.type == "ok" and any(
+        inv.worker in hit and inv.index < back <= done.index for hit, back in resumes))
     return {"network_fault_during_ops": during(toxics), "partition_cut_ops": during(cuts),
-            "crash_lost_in_flight": in_flight, "writes_acked_before_crash": survived}
+            "crash_lost_in_flight": in_flight, "writes_acked_before_crash": survived,
+            "answered_across_pause": across}
 
 
 def _seq(entry: Entry) -> int:
@@ -418,8 +423,13 @@ def test_the_saved_fixture_history_measures_the_same():
 
 def test_a_real_certify_run_measures_the_same_streamed_from_its_file(tmp_path: Path):
     out = tmp_path / "out"
+    # One scenario, so that the synthetic windows below fall inside one scenario's
+    # traffic, with reads of the same entities on both sides of each crash.
+    suite = tmp_path / "mixed.toml"
+    suite.write_text('description = "mixed"\nbudget_s = 3\n'
+                     '[[scenarios]]\nname = "mixed"\nshare = 1.0\n', encoding="utf-8")
     report = certify("chaos.examples:last_arrival_wins", CertifyOptions(
-        budget_s=3.0, seed=20261202, out=out, stateful_share=0.0))
+        budget_s=3.0, seed=20261202, out=out, stateful_share=0.0, suite=str(suite)))
     path = find_history(out)
     assert path is not None
     history = read_history(path)

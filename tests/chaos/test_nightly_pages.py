@@ -151,7 +151,7 @@ def test_an_overrun_past_a_tenth_says_which_phases_took_the_time(nights):
     page = render_report(slow, suite="nightly", started=NIGHT_2, history=history, workers=8,
                          samples={})
     note = re.search(r'<div class="overrun">(.*?)</div>', page, re.S).group(1)
-    assert "Over budget by 2.2 s (73%)" in note
+    assert "Over budget by 2.2 s (1.73× the budget)" in note
     assert ("Here: final reads (0.30 s) and checking the history (2.1 s) took 2.4 s against "
             "the 0.45 s reserved; writing report.html (it reads the history twice for the "
             "timeline) took 0.20 s against no share of the budget; checking the "
@@ -161,7 +161,7 @@ def test_an_overrun_past_a_tenth_says_which_phases_took_the_time(nights):
                                                    "report": 0.1})
     page = render_report(on_time, suite="nightly", started=NIGHT_2, history=history,
                          workers=8, samples={})
-    assert 'class="overrun"' not in page and "took 3.2 s of a 3 s budget (+7%)" in page
+    assert 'class="overrun"' not in page and "took 3.2 s of a 3 s budget (1.07× the budget)" in page
 
 
 @pytest.mark.slow
