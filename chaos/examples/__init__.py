@@ -15,18 +15,22 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from .known_bad import (
+    AsciiAttributeKeys,
     DropsWrites,
     ExpiringTombstone,
     FoldsNegation,
     LastArrivalWins,
     LeakyNamespaces,
     NoRestore,
+    NormalizesValues,
     PhantomRecords,
     RacyUpsert,
     RawAttributeKeys,
     RestoreAcceptsLateWrites,
     RestoreRevives,
+    StripsWhitespace,
     SurfaceOnly,
+    TruncatesValues,
     UnsortedReads,
 )
 from .memory import InMemoryBackend, MemoryStore, SharedFactory
@@ -37,6 +41,7 @@ __all__ = [
     "InMemoryBackend",
     "MemoryStore",
     "SharedFactory",
+    "ascii_attribute_keys",
     "drops_writes",
     "expiring_tombstone",
     "folds_negation",
@@ -44,12 +49,15 @@ __all__ = [
     "last_arrival_wins",
     "leaky_namespaces",
     "no_restore",
+    "normalizes_values",
     "phantom_records",
     "racy_upsert",
     "raw_attribute_keys",
     "restore_accepts_late_writes",
     "restore_revives",
+    "strips_whitespace",
     "surface_only",
+    "truncates_values",
     "unsorted_reads",
 ]
 
@@ -67,6 +75,10 @@ drops_writes = SharedFactory(DropsWrites)
 leaky_namespaces = SharedFactory(LeakyNamespaces)
 phantom_records = SharedFactory(PhantomRecords)
 folds_negation = SharedFactory(FoldsNegation)
+truncates_values = SharedFactory(TruncatesValues)
+normalizes_values = SharedFactory(NormalizesValues)
+strips_whitespace = SharedFactory(StripsWhitespace)
+ascii_attribute_keys = SharedFactory(AsciiAttributeKeys)
 
 KNOWN_BAD: Mapping[str, tuple[str, ...]] = MappingProxyType({
     "chaos.examples:racy_upsert": ("uniqueness",),

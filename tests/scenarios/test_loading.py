@@ -10,7 +10,7 @@ from scenarios._scenario import SCENARIO_DIR
 from scenarios.plan import FaultSpec
 
 NAMES = ["concurrent_writes", "crash_restart", "delete_then_write", "mixed", "network_faults",
-         "out_of_order_causal", "paraphrase_flood", "partition"]
+         "out_of_order_causal", "paraphrase_flood", "partition", "value_diversity"]
 NETWORK = ["network_faults", "partition", "crash_restart"]
 IN_PROCESS = [name for name in NAMES if name not in NETWORK]
 
@@ -85,7 +85,7 @@ def test_a_module_path_names_its_generator_attribute(tmp_path):
     assert {step.entity_id for step in plan.workers[1]} == {"k0", "k1"}
 
 
-def test_suites_are_listed_and_the_certify_suite_runs_all_five_in_60_s():
+def test_suites_are_listed_and_the_certify_suite_runs_all_six_in_60_s():
     assert list_suites() == ["certify", "network", "nightly"]
     suite = load_suite("certify")
     assert suite.budget_s == 60
@@ -93,7 +93,7 @@ def test_suites_are_listed_and_the_certify_suite_runs_all_five_in_60_s():
     # plan's hot key sees the clock pass 9 -> 10 and 99 -> 100.
     assert [entry.scenario.name for entry in suite.entries] == [
         "out_of_order_causal", "concurrent_writes", "delete_then_write", "paraphrase_flood",
-        "mixed",
+        "mixed", "value_diversity",
     ]
     assert load_suite("nightly").entries[0].scenario.name == "out_of_order_causal"
     assert sum(entry.budget_s(suite.budget_s) for entry in suite.entries) == pytest.approx(60)
