@@ -52,6 +52,7 @@ from invariants.causes import FIX_PAGE, FIXES
 from invariants.errors import InvalidArgument
 from invariants.history import Paraphrase, find_history
 from invariants.verdict import ReadRef, Violation, cited, render_explanation
+from invariants.wording.values import DEFAULT_VALUE_BYTES, check_max_value_bytes
 from scenarios import load_suite
 from scenarios.conditions import CONDITIONS
 
@@ -102,8 +103,11 @@ class NightlyOptions:
     skip: tuple[str, ...] = ()
     compress: bool = True
     """Record ``history.jsonl.zst`` (the default) rather than ``history.jsonl``."""
+    max_value_bytes: int = DEFAULT_VALUE_BYTES
+    """The longest value the plans write, in bytes of UTF-8 (at most the contract's 64 KiB)."""
 
     def __post_init__(self) -> None:
+        check_max_value_bytes(self.max_value_bytes, "max_value_bytes")
         if isinstance(self.keep, bool) or not isinstance(self.keep, int) or self.keep < 0:
             raise InvalidArgument(f"keep={self.keep!r} must be an int >= 0 (0 keeps every "
                                   "night).")
@@ -136,7 +140,8 @@ def nightly(factory: Any = None, options: NightlyOptions | None = None, *,
         budget_s=options.budget_s or suite.budget_s, seed=options.seed, level=options.level,
         workers=options.workers, out=folder, suite=options.suite,
         processes=options.processes, stateful_share=options.stateful_share,
-        skip=options.skip, compress=options.compress), progress=progress, metrics=metrics)
+        skip=options.skip, compress=options.compress, max_value_bytes=options.max_value_bytes),
+        progress=progress, metrics=metrics)
     history = find_history(folder)
     if history is None:
         raise FileNotFoundError(f"certify left no history in {folder}")

@@ -43,6 +43,7 @@ __all__ = [
     "classify",
     "similarity",
     "spelling_difference",
+    "value_difference",
 ]
 
 CAUSES: Final[dict[str, tuple[str, ...]]] = {
@@ -294,6 +295,48 @@ def alteration(written: str, served: str, *, edits: bool = True) -> str:
     if edits and similarity(written, served) >= EDIT_SIMILARITY:
         return "edit"
     return ""
+
+
+def value_difference(written: str, served: str) -> str:
+    """How ``served`` departs from ``written``, in words a backend author can act on.
+
+    The specific differences come first: a prefix is "cut after N characters", then a
+    normalization form (NFC, NFKC, NFD, NFKD) applied, then whitespace (stripped from
+    the ends, collapsed, or otherwise changed) and case. Anything else is "characters
+    replaced", located by the longest common prefix and suffix, which costs one pass
+    over a 64 KiB value where an edit distance would not finish.
+    """
+    if written == served:
+        return "no difference"
+    if served and written.startswith(served):
+        return f"cut after {len(served)} characters (of {len(written)})"
+    for form in ("NFC", "NFKC", "NFD", "NFKD"):
+        if unicodedata.normalize(form, written) == served:
+            return f"normalization form changed ({form} applied)"
+    if "".join(written.split()) == "".join(served.split()):
+        if served == written.strip():
+            return "whitespace changed (stripped from the ends)"
+        if served == " ".join(written.split()):
+            return "whitespace changed (stripped and collapsed to single spaces)"
+        return "whitespace changed"
+    if written.casefold() == served.casefold():
+        return "case changed"
+    start = 0
+    limit = min(len(written), len(served))
+    while start < limit and written[start] == served[start]:
+        start += 1
+    end = 0
+    while end < limit - start and written[-1 - end] == served[-1 - end]:
+        end += 1
+    was, now = written[start:len(written) - end], served[start:len(served) - end]
+    return (f"characters replaced at character {start}: {_snippet(was)} "
+            f"became {_snippet(now)}")
+
+
+def _snippet(text: str, width: int = 24) -> str:
+    if len(text) <= width:
+        return repr(text)
+    return f"{text[:width]!r}... ({len(text)} characters)"
 
 
 EDIT_SIMILARITY: Final = 0.8

@@ -19,11 +19,12 @@ back off a text alone, so coverage counts them on a recorded history without the
 
 from __future__ import annotations
 
+import functools
 import math
 import random
 import re
 import unicodedata
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Final
 
@@ -114,7 +115,10 @@ _FILLER: Final = (
     "代码", "备注", "日本語", "Привет", "naïve", "42", "e.g.", "TODO",
 )
 
-_Draw = Callable[[], str]
+_SPACE_GAPS: Final = (*WHITESPACE, *(
+    a + b for a, b in zip(WHITESPACE, WHITESPACE[3:] + WHITESPACE[:3], strict=True)))
+"""Runs of whitespace between a ``whitespace`` payload's words: every kind, alone and
+in pairs."""
 _ZERO_WIDTH = "\u200b\u200c\u200d\u2060\ufeff"
 _ODD_SPACE: Final = re.compile(f"[{re.escape(WHITESPACE.replace(' ', ''))}]")
 _CONTROL: Final = re.compile("[\x01-\x08\x0e-\x1b\x7f]")
@@ -157,19 +161,17 @@ def payload(rng: random.Random, text_class: str, length: int) -> str:
     if text_class == "normalization":
         return nfd_payload(rng, length)
     if text_class == "whitespace":
-        return _spread(rng, length, lambda: rng.choice(_FILLER),
-                       lambda: "".join(rng.sample(WHITESPACE, rng.randint(1, 3))))
+        return _spread(rng, length, rng.choice(_FILLER), _FILLER, _SPACE_GAPS)
     fragments = _FRAGMENTS[text_class]
-    return _spread(rng, length, lambda: rng.choice(fragments if rng.random() < 0.6
-                                                   else _FILLER), lambda: " ",
-                   first=lambda: rng.choice(fragments))
+    return _spread(rng, length, rng.choice(fragments), (*fragments, *_FILLER), (" ",),
+                   weights=_weights(len(fragments)))
 
 
 def nfd_payload(rng: random.Random, length: int) -> str:
     """Text that NFC changes, about ``length`` characters long; its NFC form, a value
     that differs from it only in normalization form, is another fact's payload."""
-    return _spread(rng, length, lambda: rng.choice(_NFD if rng.random() < 0.6 else _FILLER),
-                   lambda: " ", first=lambda: rng.choice(_NFD))
+    return _spread(rng, length, rng.choice(_NFD), (*_NFD, *_FILLER), (" ",),
+                   weights=_weights(len(_NFD)))
 
 
 def with_payload(text: str, rng: random.Random, text_class: str, *,
@@ -217,16 +219,26 @@ def text_classes(value: str) -> frozenset[str]:
     return frozenset(found)
 
 
-def _spread(rng: random.Random, length: int, word: _Draw, gap: _Draw,
-            first: _Draw | None = None) -> str:
-    parts = [first() if first is not None else word()]
-    size = len(parts[0])
-    while size < length:
-        parts += [gap(), word()]
-        size += len(parts[-2]) + len(parts[-1])
+def _spread(rng: random.Random, length: int, first: str, words: Sequence[str],
+            gaps: Sequence[str], *, weights: Sequence[float] | None = None) -> str:
+    """``first``, then words and gaps drawn in bulk until about ``length`` characters;
+    sometimes with a zero-width character somewhere. One draw per part would make
+    building a plan of 16 KiB values slower than running it."""
+    mean = (sum(map(len, words)) / len(words)) + sum(map(len, gaps)) / len(gaps)
+    count = max(0, math.ceil((length - len(first)) / mean))
+    picked = rng.choices(words, weights, k=count)
+    spaced = rng.choices(gaps, k=count)
+    text = first + "".join(gap + word for gap, word in zip(spaced, picked, strict=True))
     if rng.random() < 0.3:
-        parts.insert(rng.randrange(len(parts) + 1), rng.choice(_ZERO_WIDTH))
-    return "".join(parts)
+        cut = rng.randrange(len(text) + 1)
+        text = f"{text[:cut]}{rng.choice(_ZERO_WIDTH)}{text[cut:]}"
+    return text
+
+
+@functools.cache
+def _weights(fragments: int) -> tuple[float, ...]:
+    """Fragments of the class 60% of the time, filler words the rest."""
+    return (*(0.6 / fragments,) * fragments, *(0.4 / len(_FILLER),) * len(_FILLER))
 
 
 def _cut(body: str, excess: int) -> str:

@@ -51,7 +51,7 @@ __all__ = [
     "scenario_code",
 ]
 
-_LONG_STEM = ("agent_context_上下文_记忆_" * 12)[:255]
+_LONG_STEM = ("agent_context_上下文_记忆_" * 13)[:255]
 LONG_ATTRIBUTES: tuple[str, str] = (f"{_LONG_STEM}甲", f"{_LONG_STEM}乙")
 """Two attribute names of 256 characters that differ only in their last, Chinese,
 character."""
