@@ -300,22 +300,22 @@ def alteration(written: str, served: str, *, edits: bool = True) -> str:
 def value_difference(written: str, served: str) -> str:
     """How ``served`` departs from ``written``, in words a backend author can act on.
 
-    The specific differences come first: a prefix is "cut after N characters", then a
-    normalization form (NFC, NFKC, NFD, NFKD) applied, then whitespace (stripped from
-    the ends, collapsed, or otherwise changed) and case. Anything else is "characters
+    The specific differences come first: whitespace stripped from the ends, a prefix
+    ("cut after N characters"), a normalization form (NFC, NFKC, NFD, NFKD) applied,
+    whitespace collapsed or otherwise changed, and case. Anything else is "characters
     replaced", located by the longest common prefix and suffix, which costs one pass
     over a 64 KiB value where an edit distance would not finish.
     """
     if written == served:
         return "no difference"
+    if served in (written.strip(), written.rstrip(), written.lstrip()):
+        return "whitespace changed (stripped from the ends)"
     if served and written.startswith(served):
         return f"cut after {len(served)} characters (of {len(written)})"
     for form in ("NFC", "NFKC", "NFD", "NFKD"):
         if unicodedata.normalize(form, written) == served:
             return f"normalization form changed ({form} applied)"
     if "".join(written.split()) == "".join(served.split()):
-        if served == written.strip():
-            return "whitespace changed (stripped from the ends)"
         if served == " ".join(written.split()):
             return "whitespace changed (stripped and collapsed to single spaces)"
         return "whitespace changed"

@@ -93,6 +93,10 @@ KNOWN_BAD: Mapping[str, tuple[str, ...]] = MappingProxyType({
     "chaos.examples:drops_writes": ("durability",),
     "chaos.examples:leaky_namespaces": ("isolation",),
     "chaos.examples:phantom_records": ("phantom",),
+    "chaos.examples:truncates_values": ("phantom", "durability"),
+    "chaos.examples:normalizes_values": ("phantom", "durability"),
+    "chaos.examples:strips_whitespace": ("phantom", "durability"),
+    "chaos.examples:ascii_attribute_keys": ("durability",),
 })
 """Known-bad factory -> the checkers (by name) that must fail on it."""
 
@@ -112,6 +116,13 @@ KNOWN_BAD_CAUSES: Mapping[str, Mapping[str, str]] = MappingProxyType({
     "chaos.examples:drops_writes": {"durability": "never_visible"},
     "chaos.examples:leaky_namespaces": {"isolation": "leak"},
     "chaos.examples:phantom_records": {"phantom": "altered_value"},
+    "chaos.examples:truncates_values": {"phantom": "altered_value",
+                                        "durability": "never_visible"},
+    "chaos.examples:normalizes_values": {"phantom": "altered_value",
+                                         "durability": "never_visible"},
+    "chaos.examples:strips_whitespace": {"phantom": "altered_value",
+                                         "durability": "never_visible"},
+    "chaos.examples:ascii_attribute_keys": {"durability": "never_visible"},
 })
 """Known-bad factory -> checker -> the root cause most of its violations must have: the
 bug the backend plants, as ``invariants.causes`` names it."""
