@@ -346,8 +346,22 @@ changed."""
 
 
 def similarity(a: str, b: str) -> float:
-    """difflib's ratio, after its cheap upper bounds have had their chance to say no."""
+    """difflib's ratio, after its cheap upper bounds have had their chance to say no.
+
+    Two long values drawn from one small alphabet (two emoji payloads, say) pass those
+    bounds although they share no text, and their ratio is quadratic; so long values
+    must first be alike over their first :data:`_HEAD` characters, where an edit of one
+    into the other stays alike and two different facts' texts part at once.
+    """
+    if min(len(a), len(b)) > 2 * _HEAD:
+        head = difflib.SequenceMatcher(None, a[:_HEAD], b[:_HEAD])
+        if head.ratio() < EDIT_SIMILARITY:
+            return 0.0
     matcher = difflib.SequenceMatcher(None, a, b)
     if matcher.real_quick_ratio() < EDIT_SIMILARITY or matcher.quick_ratio() < EDIT_SIMILARITY:
         return 0.0
     return matcher.ratio()
+
+
+_HEAD: Final = 400
+"""How much of two long values :func:`similarity` compares before the whole."""

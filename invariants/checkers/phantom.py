@@ -31,8 +31,8 @@ class Phantom(Checker):
     def __init__(self, *, trace: Trace | None = None, keep: int = 20) -> None:
         super().__init__(trace=trace, keep=keep)
         self._nearest: dict[tuple[tuple[str, str], str, str], WriteState | None] = {}
-        """The nearest write per (entity, served value): one phantom value is often
-        served by many reads."""
+        """The nearest write per (entity, attribute, served value): one phantom value is
+        often served by many reads."""
 
     def _on_read(self, view: ReadView) -> None:
         self.checked += len(view.records)
