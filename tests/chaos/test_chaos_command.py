@@ -69,8 +69,8 @@ def test_a_short_run_of_the_reference_store_is_certified(tmp_path, monkeypatch, 
     assert saved["reproduce"] == (f"memcert chaos --seed {SEED} --duration 6 --level lexical "
                                   "--workers 8")
     assert [s["name"] for s in saved["scenarios"]] == [
-        "out_of_order_causal", "concurrent_writes", "delete_then_write", "paraphrase_flood",
-        "mixed"]
+        "out_of_order_causal", "value_diversity", "concurrent_writes", "delete_then_write",
+        "paraphrase_flood", "mixed"]
     first = rounds(out)[0]
     assert (first["round"], first["seed"], first["namespace_suffix"]) == (0, int(SEED), "")
     assert (out / "junit.xml").is_file()
@@ -220,7 +220,7 @@ def test_every_option_is_documented_in_docs_chaos_md():
                     if isinstance(a, argparse._SubParsersAction))
     options = [flag for action in commands.choices["chaos"]._actions
                for flag in action.option_strings if flag.startswith("--") and flag != "--help"]
-    assert len(options) == 14
+    assert len(options) == 15
     assert [flag for flag in options if f"`{flag}" not in text] == []
 
 
@@ -243,6 +243,6 @@ def test_a_short_first_round_still_runs_every_scenario(tmp_path):
           SEED, "--out", str(out), "--quiet"])
     first = [r for r in rounds(out) if r["round"] == 0]
     assert [r["scenario"] for r in first] == [
-        "out_of_order_causal", "concurrent_writes", "delete_then_write", "paraphrase_flood",
-        "mixed"]
+        "out_of_order_causal", "value_diversity", "concurrent_writes", "delete_then_write",
+        "paraphrase_flood", "mixed"]
     assert all(r["steps_done"] > 0 for r in first), first

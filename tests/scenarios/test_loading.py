@@ -92,8 +92,8 @@ def test_suites_are_listed_and_the_certify_suite_runs_all_six_in_60_s():
     # out_of_order_causal first: with one Lamport clock across the suite, only the first
     # plan's hot key sees the clock pass 9 -> 10 and 99 -> 100.
     assert [entry.scenario.name for entry in suite.entries] == [
-        "out_of_order_causal", "concurrent_writes", "delete_then_write", "paraphrase_flood",
-        "mixed", "value_diversity",
+        "out_of_order_causal", "value_diversity", "concurrent_writes", "delete_then_write",
+        "paraphrase_flood", "mixed",
     ]
     assert load_suite("nightly").entries[0].scenario.name == "out_of_order_causal"
     assert sum(entry.budget_s(suite.budget_s) for entry in suite.entries) == pytest.approx(60)
