@@ -34,6 +34,7 @@ from invariants.factory import REFERENCE, ResolvedBackend, probe, resolve_backen
 from invariants.history import Entry, HistoryRecorder, Paraphrase, find_history
 from invariants.levels import CLAIMABLE_LEVELS
 from invariants.verdict import Violation
+from invariants.wording.values import DEFAULT_VALUE_BYTES, check_max_value_bytes
 from scenarios import load_suite
 from scenarios.plan import Plan
 
@@ -85,9 +86,12 @@ class CertifyOptions:
     compress: bool = False
     """Record ``history.jsonl.zst`` rather than ``history.jsonl``: the same lines, in
     zstd frames, a fraction of the size on disk; every reader takes either."""
+    max_value_bytes: int = DEFAULT_VALUE_BYTES
+    """The longest value the plans write, in bytes of UTF-8 (at most the contract's 64 KiB)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "skip", check_skip(self.skip))
+        check_max_value_bytes(self.max_value_bytes, "max_value_bytes")
         if not self.budget_s > 0:
             raise InvalidArgument(f"budget_s={self.budget_s!r} must be a positive number of "
                                   "seconds; the default is 60.")
@@ -178,7 +182,8 @@ def certify(factory: BackendFactory | str | ResolvedBackend | None = None,
 
     suite = load_suite(options.suite)
     plans = [(entry, entry.scenario.plan(seed=seed, workers=options.workers,
-                                         level=options.level, scale=entry.scale))
+                                         level=options.level, scale=entry.scale,
+                                         max_value_bytes=options.max_value_bytes))
              for entry in suite.entries]
     run_budget = options.budget_s * (1 - CHECK_RESERVE - options.stateful_share)
     total_share = sum(entry.share for entry, _ in plans) or 1.0
@@ -423,6 +428,8 @@ def _command(spec: str, seed: int, options: CertifyOptions,
         parts += ["--suite", options.suite]
     if options.stateful_share != STATEFUL_SHARE:
         parts += ["--stateful-share", f"{options.stateful_share:g}"]
+    if options.max_value_bytes != DEFAULT_VALUE_BYTES:
+        parts += ["--max-value-bytes", str(options.max_value_bytes)]
     for name in options.skip:
         parts += ["--skip", name]
     if options.fail_fast:

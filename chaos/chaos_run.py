@@ -56,6 +56,7 @@ from invariants.backend import BackendFactory
 from invariants.errors import InvalidArgument
 from invariants.factory import REFERENCE, ResolvedBackend, resolve_backend
 from invariants.history import Entry, Paraphrase
+from invariants.wording.values import DEFAULT_VALUE_BYTES, check_max_value_bytes
 from scenarios import SuiteEntry, load_scenario, load_suite
 from scenarios.plan import Plan
 
@@ -97,8 +98,11 @@ class ChaosOptions:
     out: Path = Path("memcert-chaos")
     compress: bool = True
     """Record ``history.jsonl.zst`` (the default) rather than ``history.jsonl``."""
+    max_value_bytes: int = DEFAULT_VALUE_BYTES
+    """The longest value the plans write, in bytes of UTF-8 (at most the contract's 64 KiB)."""
 
     def __post_init__(self) -> None:
+        check_max_value_bytes(self.max_value_bytes, "max_value_bytes")
         if self.duration_s is not None and not (
                 isinstance(self.duration_s, int | float) and math.isfinite(self.duration_s)
                 and self.duration_s > 0):
@@ -221,7 +225,7 @@ class _Rounds:
                     break
                 plan = _in_round(entry.scenario.plan(
                     seed=seed, workers=self.options.workers, level=self.options.level,
-                    scale=entry.scale), number)
+                    scale=entry.scale, max_value_bytes=self.options.max_value_bytes), number)
                 # Each scenario gets its share of what is left of the round, so time
                 # spent building plans and reading back does not starve the last ones.
                 shares_left = math.fsum(e.share for e in entries[position:])

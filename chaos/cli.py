@@ -150,14 +150,15 @@ def _dispatch(args: argparse.Namespace) -> tuple[Report, list[str]]:
                 out=Path(args.out), suite=args.suite, budget_s=args.budget, seed=args.seed,
                 level=args.level, workers=args.workers, processes=args.processes,
                 keep=args.keep, stateful_share=args.stateful_share, skip=skip_names(args),
-                labels=labels), progress=progress, metrics=metrics)
+                labels=labels, max_value_bytes=args.max_value_bytes),
+                progress=progress, metrics=metrics)
         return night.report, [_saved("report", night.folder / "report.html"),
                               _saved("index", night.index)]
     options = CertifyOptions(budget_s=args.budget, seed=args.seed, level=args.level,
                              workers=args.workers, out=Path(args.out), suite=args.suite,
                              processes=args.processes, stateful_share=args.stateful_share,
                              skip=skip_names(args), fail_fast=args.fail_fast,
-                             compress=args.compress)
+                             compress=args.compress, max_value_bytes=args.max_value_bytes)
     with _backend(args) as backend:
         return (certify(backend, options, progress=progress, metrics=metrics),
                 [_saved("output", options.out)])
@@ -237,7 +238,7 @@ def _chaos(args: argparse.Namespace, progress: Progress | None,
     options = ChaosOptions(
         duration_s=args.duration, suite=args.suite, scenarios=tuple(args.scenario or ()),
         seed=args.seed, level=args.level, workers=args.workers, processes=args.processes,
-        out=Path(args.out))
+        out=Path(args.out), max_value_bytes=args.max_value_bytes)
     stop = threading.Event()
     with stop_on_signals(stop):
         return run_chaos(args.backend, options, progress=progress, metrics=metrics, stop=stop)

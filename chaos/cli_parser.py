@@ -16,8 +16,10 @@ from collections.abc import Callable, Sequence
 from importlib import metadata
 from typing import NoReturn, TypeVar
 
+from invariants.backend import MAX_VALUE_BYTES
 from invariants.errors import InvalidArgument
 from invariants.levels import CLAIMABLE_LEVELS
+from invariants.wording.values import DEFAULT_VALUE_BYTES, MIN_VALUE_BYTES
 
 from .nightly_labels import parse_label
 from .report import INVARIANTS
@@ -576,6 +578,7 @@ def _add_plan_options(group: argparse._ArgumentGroup) -> None:
                             "spreads every scenario's workers over P processes, each opening "
                             "its own handles from the factory; 0 keeps every worker a thread "
                             "and turns those scenarios off [env MEMCERT_PROCESSES]")
+    _add_max_value_bytes_option(group)
     group.add_argument("--stateful-share",
                        type=_checked("--stateful-share", float,
                                      lambda f: 0 <= f <= STATEFUL_SHARE_MAX,
@@ -586,6 +589,20 @@ def _add_plan_options(group: argparse._ArgumentGroup) -> None:
                        help="share of the budget for the stateful phase, where Hypothesis "
                             "searches for the shortest program that breaks an invariant; 0 "
                             "skips it [env MEMCERT_STATEFUL_SHARE, default 0.2]")
+
+
+def _add_max_value_bytes_option(group: argparse._ArgumentGroup) -> None:
+    group.add_argument("--max-value-bytes",
+                       type=_checked("--max-value-bytes", int,
+                                     lambda n: MIN_VALUE_BYTES <= n <= MAX_VALUE_BYTES,
+                                     f"a whole number of bytes from {MIN_VALUE_BYTES} to "
+                                     f"{MAX_VALUE_BYTES}, the contract's limit"),
+                       default=_env("MEMCERT_MAX_VALUE_BYTES") or str(DEFAULT_VALUE_BYTES),
+                       metavar="BYTES",
+                       help="the longest value the plans write, in bytes of UTF-8; lengths "
+                            "are log-uniform from 1 character up to it, and at most the "
+                            "contract's 65536 [env MEMCERT_MAX_VALUE_BYTES, default "
+                            f"{DEFAULT_VALUE_BYTES}]")
 
 
 def _add_skip_option(group: argparse._ArgumentGroup) -> None:
@@ -682,6 +699,7 @@ def _add_chaos(commands: argparse._SubParsersAction[_Parser]) -> None:
                           "spreads every scenario's workers over P processes (a stop then "
                           "waits for the scenario running); 0 keeps every worker a thread "
                           "[env MEMCERT_PROCESSES]")
+    _add_max_value_bytes_option(run)
     output = chaos.add_argument_group("output")
     output.add_argument("--out", default=_env("MEMCERT_CHAOS_OUT", "memcert-chaos"),
                         metavar="DIR",

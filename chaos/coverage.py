@@ -22,9 +22,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from invariants.backend import Ack, Record, Write
 from invariants.history import Entry
 from invariants.levels import CLAIMABLE_LEVELS
-from scenarios.conditions import CONDITIONS
+from invariants.wording.values import text_classes
+from scenarios.conditions import CONDITIONS, VALUE_CONDITIONS
 
 __all__ = ["Coverage", "backend_errors", "measure"]
 
@@ -107,6 +109,7 @@ class Coverage:
         self._across_pause = 0
         self._read_after: dict[_Entity, int] = {}
         """Per entity, the highest index of a read of it invoked and answered."""
+        self._read_back = _ReadBack()
         self._unread: dict[_Entity, dict[int, int]] = {}
         """Per entity, acknowledged writes before a crash not yet read back after it: how
         many, by the earliest restart index a read must follow for one to count."""
@@ -142,8 +145,11 @@ class Coverage:
         elif f == "delete":
             self._writes_in_deletes.end(entity, index)
             self._deletes_in_writes.close(entity, other_kind)
-        elif f == "read" and etype == "ok" and self._crashes:
-            self._read(entity, index)
+        elif f == "read" and etype == "ok":
+            if isinstance(entry.result, tuple):
+                self._read_back.served(entity, entry.result)
+            if self._crashes:
+                self._read(entity, index)
         if self._nemesis_acted:
             self._nemesis(entry, index)
 
@@ -196,6 +202,9 @@ class Coverage:
             self._seqs[key] = (min(low, seq), max(high, seq))
         if meta is not None and meta.paraphrase != "none":
             self._paraphrases[meta.paraphrase] += 1
+        if etype == "ok" and isinstance(entry.op, Write) and (
+                isinstance(entry.result, Ack) and entry.result.applied):
+            self._read_back.wrote(entity, key[2], entry.op)
         if etype == "ok" and self._crashes:
             self._acknowledged(entry, entity)
 
@@ -271,6 +280,7 @@ class Coverage:
                        "crash_lost_in_flight": self._in_flight,
                        "writes_acked_before_crash": self._survived,
                        "answered_across_pause": self._across_pause})
+        counts.update(self._read_back.counts)
         return {name: counts[name] for name in CONDITIONS} | counts
 
     def errors(self) -> dict[str, tuple[int, str]]:
@@ -282,6 +292,42 @@ class Coverage:
         without a reason.
         """
         return dict(self._errors)
+
+
+class _ReadBack:
+    """Per key, the latest applied write of a value class or under a non-ASCII attribute
+    name, until a read of its entity serves its value: then its conditions count, once.
+
+    A later applied write to the key takes its place (one without a class just ends the
+    wait), so what is kept follows the keys, not the history.
+    """
+
+    __slots__ = ("counts", "latest")
+
+    def __init__(self) -> None:
+        self.counts: dict[str, int] = dict.fromkeys(
+            (*VALUE_CONDITIONS.values(), "non_ascii_attribute_read_back"), 0)
+        self.latest: dict[_Entity, dict[str, tuple[str, tuple[str, ...]]]] = {}
+
+    def wrote(self, entity: _Entity, slot: str, op: Write) -> None:
+        proves = [VALUE_CONDITIONS[name] for name in text_classes(op.value)]
+        if not op.attribute.isascii():
+            proves.append("non_ascii_attribute_read_back")
+        if proves:
+            self.latest.setdefault(entity, {})[slot] = (op.value, tuple(proves))
+        elif entity in self.latest:
+            self.latest[entity].pop(slot, None)
+
+    def served(self, entity: _Entity, records: tuple[Record, ...]) -> None:
+        latest = self.latest.get(entity)
+        if not latest or not records:
+            return
+        values = {record.value for record in records}
+        for slot, (value, proves) in list(latest.items()):
+            if value in values:
+                del latest[slot]
+                for name in proves:
+                    self.counts[name] += 1
 
 
 class _Overlaps:

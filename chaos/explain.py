@@ -201,7 +201,7 @@ def _compact(v: Violation) -> list[str]:
         if isinstance(ref, WriteRef):
             writes.setdefault((ref.attribute, ref.value, ref.causal_seq), name)
             where = "" if ref.entity_id == read.entity_id else f" to {ref.entity_id}"
-            what = (f"write{where} {ref.attribute or ref.slot!r} = {_clip(ref.value)} "
+            what = (f"write{where} {_name(ref.attribute or ref.slot)} = {_clip(ref.value)} "
                     f"seq {ref.causal_seq}")
         else:
             what = f"{ref.f} seq {ref.causal_seq}"
@@ -224,13 +224,13 @@ def _compact(v: Violation) -> list[str]:
         elif (r.attribute, r.value, r.causal_seq) in unshown:
             continue
         else:
-            whole.append(f"      [{r.position}] {r.attribute!r} = {_clip(r.value)} "
+            whole.append(f"      [{r.position}] {_name(r.attribute)} = {_clip(r.value)} "
                          f"seq {r.causal_seq}")
     head = f"R op {read.op}: read {read.namespace}/{read.entity_id} -> {n} record(s)"
     if own:
         head += "; " + ", ".join(own)
     elif not shown and n:
-        head += ": " + ", ".join(sorted({repr(r.attribute) for r in read.records}))
+        head += ": " + ", ".join(sorted({_name(r.attribute) for r in read.records}))
     if v.repeats > 1:
         head += f" ({v.repeats:,} reads saw this)"
     lines.extend(wrap(head, "    ", "        "))
@@ -245,6 +245,19 @@ conflict cite dozens."""
 
 CLIP = 48
 """Characters of a value shown in the compact view."""
+
+
+def _name(attribute: str) -> str:
+    """An attribute name quoted, its middle elided past :data:`NAME_WIDTH` characters: a
+    256-character name would fill the screen and says nothing more than its ends."""
+    if len(attribute) <= NAME_WIDTH:
+        return repr(attribute)
+    half = NAME_WIDTH // 2
+    return f"{attribute[:half]!r}...{attribute[-8:]!r} ({len(attribute)} characters)"
+
+
+NAME_WIDTH = 40
+"""How much of an attribute name the explanations show."""
 
 
 def _clip(value: str) -> str:
@@ -300,7 +313,10 @@ def gist(v: Violation) -> str:
             return "D emptied the entity and no restore could have taken effect"
         return "a restore reopens the entity for new, newer writes only"
     if isinstance(e, LostExplanation):
-        return f"W is slot {e.slot}'s latest acknowledged write and no delete intervened"
+        slot = e.slot if len(e.slot) <= NAME_WIDTH else _name(e.slot)
+        return f"W is slot {slot}'s latest acknowledged write and no delete intervened"
     if isinstance(e, LeakExplanation):
         return f"that value was written only in namespace {e.writes[0].namespace}"
+    if isinstance(e, PhantomExplanation) and e.difference:
+        return f"no write to this entity produced that value: it is N's, {e.difference}"
     return "no write to this entity produced that value"

@@ -36,6 +36,7 @@ from prometheus_client import CollectorRegistry
 from invariants.errors import InvalidArgument
 from invariants.factory import REFERENCE
 from invariants.history import Paraphrase, find_history
+from invariants.wording.values import DEFAULT_VALUE_BYTES, check_max_value_bytes
 from scenarios import load_suite
 
 from .certify import STATEFUL_SHARE, CertifyOptions, Progress, certify
@@ -75,9 +76,12 @@ class NightlyOptions:
     labels: Mapping[str, str] = field(default_factory=dict)
     """The night's own labels (``--label``, ``MEMCERT_LABELS``); the versions found are
     added to them (:func:`chaos.nightly_labels.night_labels`)."""
+    max_value_bytes: int = DEFAULT_VALUE_BYTES
+    """The longest value the plans write, in bytes of UTF-8 (at most the contract's 64 KiB)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "labels", check_labels(self.labels, source="labels"))
+        check_max_value_bytes(self.max_value_bytes, "max_value_bytes")
         if isinstance(self.keep, bool) or not isinstance(self.keep, int) or self.keep < 0:
             raise InvalidArgument(f"keep={self.keep!r} must be an int >= 0 (0 keeps every "
                                   "night).")
@@ -112,7 +116,8 @@ def nightly(factory: Any = None, options: NightlyOptions | None = None, *,
         budget_s=options.budget_s or suite.budget_s, seed=options.seed, level=options.level,
         workers=options.workers, out=folder, suite=options.suite,
         processes=options.processes, stateful_share=options.stateful_share,
-        skip=options.skip, compress=options.compress), progress=progress, metrics=metrics,
+        skip=options.skip, compress=options.compress,
+        max_value_bytes=options.max_value_bytes), progress=progress, metrics=metrics,
         on_violation=witnesses.violation)
     history = find_history(folder)
     if history is None:

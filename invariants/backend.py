@@ -78,6 +78,7 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 __all__ = [
+    "MAX_VALUE_BYTES",
     "Ack",
     "BackendFactory",
     "Delete",
@@ -88,6 +89,11 @@ __all__ = [
     "Write",
     "send",
 ]
+
+MAX_VALUE_BYTES = 64 * 1024
+"""The longest value, in bytes of UTF-8, that every backend must accept and serve back
+verbatim; memcert never writes a longer one (``--max-value-bytes`` is checked against
+it)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -43,6 +43,7 @@ __all__ = [
     "classify",
     "similarity",
     "spelling_difference",
+    "value_difference",
 ]
 
 CAUSES: Final[dict[str, tuple[str, ...]]] = {
@@ -296,6 +297,48 @@ def alteration(written: str, served: str, *, edits: bool = True) -> str:
     return ""
 
 
+def value_difference(written: str, served: str) -> str:
+    """How ``served`` departs from ``written``, in words a backend author can act on.
+
+    The specific differences come first: whitespace stripped from the ends, a prefix
+    ("cut after N characters"), a normalization form (NFC, NFKC, NFD, NFKD) applied,
+    whitespace collapsed or otherwise changed, and case. Anything else is "characters
+    replaced", located by the longest common prefix and suffix, which costs one pass
+    over a 64 KiB value where an edit distance would not finish.
+    """
+    if written == served:
+        return "no difference"
+    if served in (written.strip(), written.rstrip(), written.lstrip()):
+        return "whitespace changed (stripped from the ends)"
+    if served and written.startswith(served):
+        return f"cut after {len(served)} characters (of {len(written)})"
+    for form in ("NFC", "NFKC", "NFD", "NFKD"):
+        if unicodedata.normalize(form, written) == served:
+            return f"normalization form changed ({form} applied)"
+    if "".join(written.split()) == "".join(served.split()):
+        if served == " ".join(written.split()):
+            return "whitespace changed (stripped and collapsed to single spaces)"
+        return "whitespace changed"
+    if written.casefold() == served.casefold():
+        return "case changed"
+    start = 0
+    limit = min(len(written), len(served))
+    while start < limit and written[start] == served[start]:
+        start += 1
+    end = 0
+    while end < limit - start and written[-1 - end] == served[-1 - end]:
+        end += 1
+    was, now = written[start:len(written) - end], served[start:len(served) - end]
+    return (f"characters replaced at character {start}: {_snippet(was)} "
+            f"became {_snippet(now)}")
+
+
+def _snippet(text: str, width: int = 24) -> str:
+    if len(text) <= width:
+        return repr(text)
+    return f"{text[:width]!r}... ({len(text)} characters)"
+
+
 EDIT_SIMILARITY: Final = 0.8
 """How alike two values must be for one to count as an edit of the other: closer than
 two different facts of one slot usually are, loose enough for a word dropped or
@@ -303,8 +346,22 @@ changed."""
 
 
 def similarity(a: str, b: str) -> float:
-    """difflib's ratio, after its cheap upper bounds have had their chance to say no."""
+    """difflib's ratio, after its cheap upper bounds have had their chance to say no.
+
+    Two long values drawn from one small alphabet (two emoji payloads, say) pass those
+    bounds although they share no text, and their ratio is quadratic; so long values
+    must first be alike over their first :data:`_HEAD` characters, where an edit of one
+    into the other stays alike and two different facts' texts part at once.
+    """
+    if min(len(a), len(b)) > 2 * _HEAD:
+        head = difflib.SequenceMatcher(None, a[:_HEAD], b[:_HEAD])
+        if head.ratio() < EDIT_SIMILARITY:
+            return 0.0
     matcher = difflib.SequenceMatcher(None, a, b)
     if matcher.real_quick_ratio() < EDIT_SIMILARITY or matcher.quick_ratio() < EDIT_SIMILARITY:
         return 0.0
     return matcher.ratio()
+
+
+_HEAD: Final = 400
+"""How much of two long values :func:`similarity` compares before the whole."""

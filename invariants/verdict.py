@@ -315,13 +315,18 @@ class PhantomExplanation:
     ``candidates`` are the writes of that value that exist but do not count: ones that
     failed, or that went to another entity of the namespace. Often it is empty.
     ``nearest`` is the write to the read's entity whose value is closest to the record's,
-    if one is close: the value the backend most likely altered.
+    if one is close: the value the backend most likely altered; a write under the
+    record's own attribute name comes first. ``difference`` says how the record's value
+    departs from the nearest's, in :func:`invariants.causes.value_difference`'s words
+    ("cut after 255 characters (of 2946)", "normalization form changed (NFC applied)",
+    "whitespace changed (stripped from the ends)", "characters replaced at ...").
     """
 
     read: ReadRef
     record: ServedRecord
     candidates: tuple[WriteRef, ...]
     nearest: WriteRef | None = None
+    difference: str | None = None
 
 
 Explanation: TypeAlias = (
@@ -735,10 +740,14 @@ def _render_phantom(e: PhantomExplanation) -> str:
     r = e.read
     target = f"to {r.entity_id} in namespace {r.namespace} was invoked before the read completed"
     if not e.candidates:
+        nearest = ""
+        if e.nearest is not None and e.difference:
+            nearest = (f"; the nearest written value, N's (op {e.nearest.op}, slot "
+                       f"{e.nearest.slot}), differs from it: {e.difference}")
         return (
             f"Let R = op {r.op}, a read of {r.entity_id} in namespace {r.namespace}, "
             f"completed at index {r.completed}. Then R returned {_served(e.record)}, but no "
-            f"write of that value {target}, a contradiction."
+            f"write of that value {target}{nearest}, a contradiction."
         )
     w = e.candidates[0]
     if w.outcome == "fail" and w.entity_id == r.entity_id and w.namespace == r.namespace:

@@ -33,7 +33,8 @@ def certify(
     ``memcert certify``, the fields of :class:`chaos.certify.CertifyOptions`:
     ``budget_s``, ``seed``, ``level``, ``workers``, ``processes``, ``stateful_share``,
     ``out``, ``suite``, ``skip`` (invariants to check and show but leave out of the
-    verdict) and ``fail_fast`` (stop at the first violation counted online). A name
+    verdict), ``fail_fast`` (stop at the first violation counted online) and
+    ``max_value_bytes`` (the longest value the plans write, at most 64 KiB). A name
     that is none of these is an :class:`~invariants.errors.InvalidArgument`.
     """
     from chaos.certify import CertifyOptions

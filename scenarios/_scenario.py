@@ -14,6 +14,7 @@ from typing import Any, NoReturn, cast
 from invariants.errors import InvalidArgument
 from invariants.history import Paraphrase
 from invariants.levels import CLAIMABLE_LEVELS
+from invariants.wording.values import DEFAULT_VALUE_BYTES, check_max_value_bytes
 
 from ._coverage import COVERAGE, PARAPHRASE_CONDITIONS
 from ._errors import MISSING, ScenarioError, did_you_mean, shown
@@ -65,14 +66,18 @@ class Scenario:
     """What starts every tag its values carry: the ``tag`` field, or the initials of
     its name; two scenarios of one suite must differ in it."""
 
-    def plan(self, *, seed: int, workers: int, level: str, scale: float = 1.0) -> Plan:
+    def plan(self, *, seed: int, workers: int, level: str, scale: float = 1.0,
+             max_value_bytes: int = DEFAULT_VALUE_BYTES) -> Plan:
         """The plan for these arguments; the same arguments always give an equal plan.
 
         ``level`` is the highest paraphrase level the plan writes; the paraphrase
         conditions above it are dropped from ``requires``. ``scale`` multiplies the
         parameters the generator reads through ``Context.scaled`` (its volume), not its shape.
+        ``max_value_bytes`` bounds every value, in bytes of UTF-8 (at most the contract's
+        64 KiB).
         """
         _check_arguments(seed, workers, level, scale)
+        check_max_value_bytes(max_value_bytes, "max_value_bytes")
         ctx = Context(
             scenario=self.name,
             seed=seed,
@@ -80,7 +85,9 @@ class Scenario:
             level=cast(Paraphrase, level),
             scale=float(scale),
             params=self.params,
-            facts=Facts(self.tag or scenario_code(self.name)),
+            facts=Facts(self.tag or scenario_code(self.name), seed=seed,
+                        max_value_bytes=max_value_bytes),
+            max_value_bytes=max_value_bytes,
         )
         steps = tuple(tuple(mine) for mine in self.implementation.build(ctx))
         self._check_steps(steps, ctx)
@@ -132,6 +139,11 @@ class Scenario:
                 if not step.attribute or not value:
                     self._broken(f"{where} is a write without attribute or value",
                                  "Give every write an attribute and a value")
+                if "\x00" in value or _bytes(value) > ctx.max_value_bytes:
+                    self._broken(
+                        f"{where} writes a value the contract refuses (NUL, a lone "
+                        f"surrogate, or over {ctx.max_value_bytes} bytes of UTF-8)",
+                        "Write values of valid UTF-8 without NUL, within max_value_bytes")
                 known = fact_of_value.setdefault(value, fact)
                 if known != fact:
                     self._broken(
@@ -150,6 +162,14 @@ class Scenario:
     def _broken(self, problem: str, fix: str) -> NoReturn:
         raise ScenarioError(self.path, "generator", self.generator,
                             f"broke the ground-truth rules: {problem}", f"{fix}.")
+
+
+def _bytes(value: str) -> float:
+    """The size of ``value`` in UTF-8, infinite for a lone surrogate, which has none."""
+    try:
+        return len(value.encode("utf-8"))
+    except UnicodeEncodeError:
+        return math.inf
 
 
 def load_scenario(name_or_path: str | os.PathLike[str]) -> Scenario:

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from invariants.wording.values import DEFAULT_VALUE_BYTES
+
 from ._errors import MISSING, ScenarioError, did_you_mean
 from ._files import find, names_in, read_table, reject_unknown, require_str
 from ._scenario import SCENARIO_DIR, Scenario, load_scenario
@@ -49,11 +51,12 @@ class Suite:
     """How memcert starts the user's service: the suite's ``[service]`` table, or else
     the first of its scenarios that has one."""
 
-    def plans(self, *, seed: int, workers: int, level: str, scale: float = 1.0) -> tuple[Plan, ...]:
+    def plans(self, *, seed: int, workers: int, level: str, scale: float = 1.0,
+              max_value_bytes: int = DEFAULT_VALUE_BYTES) -> tuple[Plan, ...]:
         """One plan per entry, in order, each at the entry's scale times ``scale``."""
         return tuple(
             entry.scenario.plan(seed=seed, workers=workers, level=level,
-                                scale=entry.scale * scale)
+                                scale=entry.scale * scale, max_value_bytes=max_value_bytes)
             for entry in self.entries
         )
 

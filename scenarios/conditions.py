@@ -15,7 +15,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-__all__ = ["CONDITIONS", "CONDITION_INVARIANT", "Condition"]
+from invariants.wording.values import LONG_VALUE_CHARS, TEXT_CLASSES
+
+__all__ = ["CONDITIONS", "CONDITION_INVARIANT", "VALUE_CONDITIONS", "Condition"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,9 +110,40 @@ CONDITIONS: Mapping[str, Condition] = MappingProxyType(
             "an operation in flight while the service was frozen (SIGSTOP): invoked "
             "before it went on (SIGCONT), and answered after",
         ),
+        **{
+            f"{name}_value_read_back": Condition(
+                "durability",
+                f"an ok read that served the value of the latest applied write to a key of "
+                f"its entity, a value of the {name} class ({definition})",
+            )
+            for name, definition in (
+                ("long", f"more than {LONG_VALUE_CHARS} characters"),
+                ("emoji", "an emoji, a ZWJ sequence or a skin-tone modifier"),
+                ("combining", "a combining mark"),
+                ("full_width", "a full-width form"),
+                ("rtl", "right-to-left text"),
+                ("whitespace", "whitespace at an end, or of a kind other than the space"),
+                ("normalization", "text that NFC changes"),
+                ("sql", "a quote, a backtick, a percent sign or ;--"),
+                ("json", "a JSON escape sequence or a control character"),
+                ("backslash", "a backslash"),
+            )
+        },
+        "non_ascii_attribute_read_back": Condition(
+            "durability",
+            "an ok read that served the value of the latest applied write to a key of its "
+            "entity, a write under an attribute name with a character outside ASCII",
+        ),
     }
 )
 """Every coverage condition; a write's *key* is (namespace, entity_id, meta.slot)."""
+
+VALUE_CONDITIONS: Mapping[str, str] = MappingProxyType(
+    {"long": "long_value_read_back"}
+    | {name: f"{name}_value_read_back" for name in TEXT_CLASSES}
+)
+"""Each value class of :func:`invariants.wording.values.text_classes`, and the condition
+that proves it was written and read back."""
 
 CONDITION_INVARIANT: Mapping[str, str] = MappingProxyType(
     {name: condition.invariant for name, condition in CONDITIONS.items()}

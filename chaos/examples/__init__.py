@@ -15,18 +15,22 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from .known_bad import (
+    AsciiAttributeKeys,
     DropsWrites,
     ExpiringTombstone,
     FoldsNegation,
     LastArrivalWins,
     LeakyNamespaces,
     NoRestore,
+    NormalizesValues,
     PhantomRecords,
     RacyUpsert,
     RawAttributeKeys,
     RestoreAcceptsLateWrites,
     RestoreRevives,
+    StripsWhitespace,
     SurfaceOnly,
+    TruncatesValues,
     UnsortedReads,
 )
 from .memory import InMemoryBackend, MemoryStore, SharedFactory
@@ -37,6 +41,7 @@ __all__ = [
     "InMemoryBackend",
     "MemoryStore",
     "SharedFactory",
+    "ascii_attribute_keys",
     "drops_writes",
     "expiring_tombstone",
     "folds_negation",
@@ -44,12 +49,15 @@ __all__ = [
     "last_arrival_wins",
     "leaky_namespaces",
     "no_restore",
+    "normalizes_values",
     "phantom_records",
     "racy_upsert",
     "raw_attribute_keys",
     "restore_accepts_late_writes",
     "restore_revives",
+    "strips_whitespace",
     "surface_only",
+    "truncates_values",
     "unsorted_reads",
 ]
 
@@ -67,6 +75,10 @@ drops_writes = SharedFactory(DropsWrites)
 leaky_namespaces = SharedFactory(LeakyNamespaces)
 phantom_records = SharedFactory(PhantomRecords)
 folds_negation = SharedFactory(FoldsNegation)
+truncates_values = SharedFactory(TruncatesValues)
+normalizes_values = SharedFactory(NormalizesValues)
+strips_whitespace = SharedFactory(StripsWhitespace)
+ascii_attribute_keys = SharedFactory(AsciiAttributeKeys)
 
 KNOWN_BAD: Mapping[str, tuple[str, ...]] = MappingProxyType({
     "chaos.examples:racy_upsert": ("uniqueness",),
@@ -81,6 +93,10 @@ KNOWN_BAD: Mapping[str, tuple[str, ...]] = MappingProxyType({
     "chaos.examples:drops_writes": ("durability",),
     "chaos.examples:leaky_namespaces": ("isolation",),
     "chaos.examples:phantom_records": ("phantom",),
+    "chaos.examples:truncates_values": ("phantom", "durability"),
+    "chaos.examples:normalizes_values": ("phantom", "durability"),
+    "chaos.examples:strips_whitespace": ("phantom", "durability"),
+    "chaos.examples:ascii_attribute_keys": ("durability",),
 })
 """Known-bad factory -> the checkers (by name) that must fail on it."""
 
@@ -100,6 +116,13 @@ KNOWN_BAD_CAUSES: Mapping[str, Mapping[str, str]] = MappingProxyType({
     "chaos.examples:drops_writes": {"durability": "never_visible"},
     "chaos.examples:leaky_namespaces": {"isolation": "leak"},
     "chaos.examples:phantom_records": {"phantom": "altered_value"},
+    "chaos.examples:truncates_values": {"phantom": "altered_value",
+                                        "durability": "never_visible"},
+    "chaos.examples:normalizes_values": {"phantom": "altered_value",
+                                         "durability": "never_visible"},
+    "chaos.examples:strips_whitespace": {"phantom": "altered_value",
+                                         "durability": "never_visible"},
+    "chaos.examples:ascii_attribute_keys": {"durability": "never_visible"},
 })
 """Known-bad factory -> checker -> the root cause most of its violations must have: the
 bug the backend plants, as ``invariants.causes`` names it."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import re
 import time
+import unicodedata
 from collections.abc import Iterable
 from dataclasses import replace
 from typing import ClassVar
@@ -24,18 +25,22 @@ from reference_store.normalize import Lexicon
 from .memory import InMemoryBackend, Row, StoredEntity
 
 __all__ = [
+    "AsciiAttributeKeys",
     "DropsWrites",
     "ExpiringTombstone",
     "FoldsNegation",
     "LastArrivalWins",
     "LeakyNamespaces",
     "NoRestore",
+    "NormalizesValues",
     "PhantomRecords",
     "RacyUpsert",
     "RawAttributeKeys",
     "RestoreAcceptsLateWrites",
     "RestoreRevives",
+    "StripsWhitespace",
     "SurfaceOnly",
+    "TruncatesValues",
     "UnsortedReads",
 ]
 
@@ -202,6 +207,47 @@ class NoRestore(InMemoryBackend):
 
     def restore(self, op: Restore) -> Ack:
         raise NotImplementedError("NoRestore does not support restore")
+
+
+class TruncatesValues(InMemoryBackend):
+    """Breaks **durability**: it keeps the first ``limit`` characters of a value, as a
+    ``VARCHAR(255)`` column of a lenient database does, and acknowledges the write. A
+    read serves a value no write produced (a *phantom*, cut after 255 characters), and
+    the write it came from is never served whole (a *lost* write). Short values pass."""
+
+    limit: ClassVar[int] = 255
+
+    def write(self, op: Write) -> Ack:
+        return super().write(replace(op, value=op.value[: self.limit]))
+
+
+class NormalizesValues(InMemoryBackend):
+    """Breaks **durability**: it stores every value in NFC, as a store that "cleans"
+    its input does. A value written decomposed (``Cafe`` and U+0301) is served composed:
+    a *phantom* whose only difference from the write is its normalization form."""
+
+    def write(self, op: Write) -> Ack:
+        return super().write(replace(op, value=unicodedata.normalize("NFC", op.value)))
+
+
+class StripsWhitespace(InMemoryBackend):
+    """Breaks **durability**: it strips whitespace, of every Unicode kind, from both ends
+    of a value, as an ORM's ``strip=True`` field does. A value that starts or ends with
+    whitespace is served without it (a *phantom*, whitespace changed)."""
+
+    def write(self, op: Write) -> Ack:
+        return super().write(replace(op, value=op.value.strip()))
+
+
+class AsciiAttributeKeys(InMemoryBackend):
+    """Breaks **durability** through attribute names: its canonical key keeps only
+    ``[a-z0-9]``, so every Chinese name folds to the empty key and ``memo_备注`` and
+    ``memo_笔记`` to ``memo``. A write to one of two such slots replaces the other's
+    record: the replaced write is acknowledged and never served again (a *lost*
+    write). English names keep working."""
+
+    def _slot(self, attribute: str) -> str:
+        return re.sub(r"[^a-z0-9]", "", super()._slot(attribute))
 
 
 @functools.cache

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from invariants.causes import EDIT_SIMILARITY, alteration, similarity
+from invariants.causes import EDIT_SIMILARITY, alteration, similarity, value_difference
 from invariants.verdict import Key, PhantomExplanation, Violation
 
 from ._base import Checker
@@ -30,9 +30,9 @@ class Phantom(Checker):
 
     def __init__(self, *, trace: Trace | None = None, keep: int = 20) -> None:
         super().__init__(trace=trace, keep=keep)
-        self._nearest: dict[tuple[tuple[str, str], str], WriteState | None] = {}
-        """The nearest write per (entity, served value): one phantom value is often
-        served by many reads."""
+        self._nearest: dict[tuple[tuple[str, str], str, str], WriteState | None] = {}
+        """The nearest write per (entity, attribute, served value): one phantom value is
+        often served by many reads."""
 
     def _on_read(self, view: ReadView) -> None:
         self.checked += len(view.records)
@@ -43,7 +43,8 @@ class Phantom(Checker):
                 if t.others:
                     witnesses = tuple(sorted((t.others[0].index, view.invoke)))
                 elif view.entity is not None:
-                    nearest = self._near(view.entity, t.record.value, view.done)
+                    nearest = self._near(view.entity, t.record.attribute, t.record.value,
+                                         view.done)
                     if nearest is not None:
                         witnesses = tuple(sorted((nearest.index, view.invoke)))
                 self._add(
@@ -56,17 +57,31 @@ class Phantom(Checker):
                             record=t.served(),
                             candidates=tuple(w.ref(view.t0) for w in t.others),
                             nearest=None if nearest is None else nearest.ref(view.t0),
+                            difference=None if nearest is None
+                            else value_difference(nearest.value, t.record.value),
                         ),
                     )
                 )
 
-    def _near(self, entity: EntityState, value: str, before: int) -> WriteState | None:
+    def _near(self, entity: EntityState, attribute: str, value: str,
+              before: int) -> WriteState | None:
         """The write to ``entity`` invoked before index ``before`` whose value ``value``
-        looks derived from: an exact alteration first, else the closest edit."""
-        key = (entity.ident, value)
+        looks derived from: an exact alteration first, else the closest edit; among
+        the writes under the record's own ``attribute`` first (the same slot, as the
+        backend files it), then among all of the entity's."""
+        key = (entity.ident, attribute, value)
         if key in self._nearest:
             return self._nearest[key]
         candidates = [w for w in entity.writes() if w.index < before]
+        same = [w for w in candidates if w.attribute == attribute]
+        found = self._closest(same, value) if same else None
+        if found is None and len(same) < len(candidates):
+            found = self._closest(candidates, value)
+        self._nearest[key] = found
+        return found
+
+    @staticmethod
+    def _closest(candidates: list[WriteState], value: str) -> WriteState | None:
         found = next((w for w in candidates if alteration(w.value, value, edits=False)), None)
         if found is None:
             best = EDIT_SIMILARITY
@@ -74,7 +89,6 @@ class Phantom(Checker):
                 score = similarity(w.value, value)
                 if score >= best:
                     found, best = w, score
-        self._nearest[key] = found
         return found
 
     def _coverage(self) -> dict[str, int]:

@@ -12,14 +12,26 @@ concurrent_writes``), or as a module that defines ``generator``. Either resolves
 from __future__ import annotations
 
 from ._base import Context, Generator, GeneratorParam, generator
-from ._facts import PLAIN, Facts, ParaphraseFact, PlanFact, Topic, scenario_code
+from ._facts import (
+    LONG_ATTRIBUTES,
+    NON_ASCII_SLOTS,
+    PLAIN,
+    Facts,
+    ParaphraseFact,
+    PlanFact,
+    Topic,
+    scenario_code,
+)
 from .concurrent_writes import concurrent_writes
 from .delete_then_write import delete_then_write
 from .mixed import mixed
 from .out_of_order_causal import out_of_order_causal
 from .paraphrase_flood import paraphrase_flood
+from .value_diversity import value_diversity
 
 __all__ = [
+    "LONG_ATTRIBUTES",
+    "NON_ASCII_SLOTS",
     "PLAIN",
     "Context",
     "Facts",
@@ -35,6 +47,7 @@ __all__ = [
     "out_of_order_causal",
     "paraphrase_flood",
     "scenario_code",
+    "value_diversity",
 ]
 
 Param = GeneratorParam

@@ -12,6 +12,7 @@ from types import MappingProxyType
 from typing import Any
 
 from invariants.levels import CLAIMABLE_LEVELS, Paraphrase
+from invariants.wording.values import DEFAULT_VALUE_BYTES
 
 from .._errors import MISSING, ScenarioError, did_you_mean
 from ..plan import Step
@@ -111,6 +112,9 @@ class Context:
     scale: float
     params: Mapping[str, Any]
     facts: Facts = field(compare=False)
+    max_value_bytes: int = DEFAULT_VALUE_BYTES
+    """The longest value a write may carry, in bytes of UTF-8; ``facts`` draws plain
+    texts up to it."""
 
     @property
     def levels(self) -> tuple[Paraphrase, ...]:

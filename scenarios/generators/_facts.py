@@ -4,14 +4,31 @@ Every fact gets a plan-unique id and a tag (the scenario's code and a counter, l
 ``cw17``) that appears in each of its texts, so no text is shared by two facts, within
 the plan or across the scenarios of one suite, and no normalizer can fold two facts
 together however hard it works on the wording.
+
+A plain fact's text carries a payload of one of the value classes of
+:mod:`invariants.wording.values` (emoji, combining marks, whitespace, SQL quotes...), to a
+length drawn log-uniformly up to the plan's ``max_value_bytes``: a plain fact is written
+only verbatim, so its text is free to be anything a store must keep as it is. Two
+``normalization`` facts in turn share one payload, decomposed in the first and in NFC in
+the second: separate facts whose values differ only in normalization form. Paraphrased
+facts (:class:`Topic`) keep the tables' wording, since their variants are judged
+against it.
 """
 
 from __future__ import annotations
 
 import random
+import unicodedata
 from dataclasses import dataclass
 
 from invariants.history import Paraphrase
+from invariants.wording.values import (
+    DEFAULT_VALUE_BYTES,
+    TEXT_CLASSES,
+    log_uniform_length,
+    nfd_payload,
+    with_payload,
+)
 
 from ..paraphrases import (
     LANGS,
@@ -23,7 +40,26 @@ from ..paraphrases import (
 )
 from ..plan import Step
 
-__all__ = ["PLAIN", "Facts", "ParaphraseFact", "PlanFact", "Topic", "scenario_code"]
+__all__ = [
+    "LONG_ATTRIBUTES",
+    "NON_ASCII_SLOTS",
+    "PLAIN",
+    "Facts",
+    "ParaphraseFact",
+    "PlanFact",
+    "Topic",
+    "scenario_code",
+]
+
+_LONG_STEM = ("agent_context_上下文_记忆_" * 13)[:255]
+LONG_ATTRIBUTES: tuple[str, str] = (f"{_LONG_STEM}甲", f"{_LONG_STEM}乙")
+"""Two attribute names of 256 characters that differ only in their last, Chinese,
+character."""
+
+NON_ASCII_SLOTS: tuple[str, ...] = ("备注", "笔记", "memo_备注", "memo_笔记", *LONG_ATTRIBUTES)
+"""Slots named in Chinese, in mixed script and at length, in pairs that differ only in
+characters an ASCII-only canonicalizer drops: each pair is two slots, which such a
+store folds into one key."""
 
 #: The template of a plain fact's text per slot; the tag makes each text unique.
 PLAIN: dict[str, str] = {
@@ -32,6 +68,12 @@ PLAIN: dict[str, str] = {
     "coffee_preference": "drinks blend-{tag}",
     "drink_preference": "sips brew-{tag}",
     "language": "speaks dialect-{tag}",
+    "备注": "备注 remark-{tag}",
+    "笔记": "笔记 jotting-{tag}",
+    "memo_备注": "memo remark-{tag}",
+    "memo_笔记": "memo jotting-{tag}",
+    LONG_ATTRIBUTES[0]: "long key one-{tag}",
+    LONG_ATTRIBUTES[1]: "long key two-{tag}",
 }
 
 
@@ -152,12 +194,22 @@ class Topic:
 
 
 class Facts:
-    """Hands out fact ids and tags for one plan, in the order they are asked for."""
+    """Hands out fact ids, tags and plain texts for one plan, in the order asked for.
 
-    def __init__(self, code: str) -> None:
+    A plain text's payload is drawn from a stream of its own per tag, seeded by ``seed``,
+    so the same seed gives the same texts and the generators' own streams are untouched.
+    """
+
+    def __init__(
+        self, code: str, *, seed: int | str = 0, max_value_bytes: int = DEFAULT_VALUE_BYTES
+    ) -> None:
         self._code = code
         self._tags = 0
         self._facts = 0
+        self._seed = seed
+        self.max_value_bytes = max_value_bytes
+        self._twin: str | None = None
+        """The NFC form of the last normalization payload, for the next one."""
 
     def tag(self) -> str:
         self._tags += 1
@@ -167,15 +219,30 @@ class Facts:
         self._facts += 1
         return f"f{self._facts}"
 
-    def plain(self, namespace: str, entity_id: str, slot: str) -> PlanFact:
-        """A new fact with a text of its own, in one of the :data:`PLAIN` slots."""
-        return PlanFact(
-            id=self.fact_id(),
-            namespace=namespace,
-            entity_id=entity_id,
-            slot=slot,
-            text=PLAIN[slot].format(tag=self.tag()),
-        )
+    def plain(
+        self, namespace: str, entity_id: str, slot: str, *, text_class: str | None = None,
+        length: int | None = None,
+    ) -> PlanFact:
+        """A new fact with a text of its own, in one of the :data:`PLAIN` slots: the
+        slot's template, then a payload of ``text_class`` (drawn when None) about
+        ``length`` characters long (drawn log-uniformly when None)."""
+        tag = self.tag()
+        rng = random.Random(f"values|{self._code}|{self._seed}|{tag}")
+        chosen = text_class or rng.choice(TEXT_CLASSES)
+        text = PLAIN[slot].format(tag=tag)
+        size = length or log_uniform_length(rng, self.max_value_bytes)
+        body = None
+        if chosen == "normalization":
+            body, self._twin = self._twin, None
+            if body is None:
+                body = nfd_payload(rng, max(1, size - len(text) - 1))
+        value = with_payload(text, rng, chosen, max_bytes=self.max_value_bytes, length=size,
+                             body=body)
+        if chosen == "normalization" and body is not None and self._twin is None and (
+                unicodedata.normalize("NFC", body) != body):
+            self._twin = unicodedata.normalize("NFC", value[len(text) + 1:])
+        return PlanFact(id=self.fact_id(), namespace=namespace, entity_id=entity_id,
+                        slot=slot, text=value)
 
     def topic(self, namespace: str, entity_id: str, slot: str) -> Topic:
         """A key whose facts are paraphrased, one of the :data:`~scenarios.paraphrases.SLOTS`."""

@@ -70,8 +70,9 @@ def test_a_short_run_of_the_reference_store_is_certified(tmp_path, monkeypatch, 
     assert saved["reproduce"] == (f"memcert chaos --seed {SEED} --duration 6 --level lexical "
                                   "--workers 8 --processes 0")
     assert [s["name"] for s in saved["scenarios"]] == [
-        "out_of_order_causal", "concurrent_writes", "delete_then_write", "paraphrase_flood",
-        "mixed", "process_writes", "crash_worker", "crash_restart", "pause"]
+        "out_of_order_causal", "value_diversity", "concurrent_writes", "delete_then_write",
+        "paraphrase_flood", "mixed", "process_writes", "crash_worker", "crash_restart",
+        "pause"]
     assert {s["name"] for s in saved["scenarios"] if s["not_run"]} == {
         "process_writes", "crash_worker", "crash_restart", "pause"}
     first = rounds(out)[0]
@@ -223,7 +224,7 @@ def test_every_option_is_documented_in_docs_chaos_md():
                     if isinstance(a, argparse._SubParsersAction))
     options = [flag for action in commands.choices["chaos"]._actions
                for flag in action.option_strings if flag.startswith("--") and flag != "--help"]
-    assert len(options) == 14
+    assert len(options) == 15
     assert [flag for flag in options if f"`{flag}" not in text] == []
 
 
@@ -246,7 +247,8 @@ def test_a_short_first_round_still_runs_every_scenario(tmp_path):
           SEED, "--out", str(out), "--quiet"])
     first = [r for r in rounds(out) if r["round"] == 0]
     assert [r["scenario"] for r in first] == [
-        "out_of_order_causal", "concurrent_writes", "delete_then_write", "paraphrase_flood",
-        "mixed", "process_writes", "crash_worker", "crash_restart", "pause"]
+        "out_of_order_causal", "value_diversity", "concurrent_writes", "delete_then_write",
+        "paraphrase_flood", "mixed", "process_writes", "crash_worker", "crash_restart",
+        "pause"]
     # The last four need a store shared across processes, or a service memcert runs.
-    assert all(r["steps_done"] > 0 for r in first[:5]), first
+    assert all(r["steps_done"] > 0 for r in first[:6]), first

@@ -25,7 +25,8 @@ from invariants.history import (
     read_history,
 )
 from invariants.levels import CLAIMABLE_LEVELS, PARAPHRASE_LEVELS
-from scenarios.conditions import CONDITIONS
+from invariants.wording.values import text_classes
+from scenarios.conditions import CONDITIONS, VALUE_CONDITIONS
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "history-v1.jsonl"
 
@@ -57,7 +58,29 @@ def oracle_measure(history: History,
         namespaces[inv.op.entity_id].add(inv.op.namespace)
     counts["second_namespace"] = sum(1 for spaces in namespaces.values() if len(spaces) > 1)
     counts.update(_oracle_nemesis_conditions(pairs, nemesis))
+    counts.update(_oracle_read_back(pairs))
     return {name: counts[name] for name in CONDITIONS} | counts
+
+
+def _oracle_read_back(pairs) -> dict[str, int]:
+    """Per key, its latest applied write by completion; a read of the entity that serves
+    that write's value counts the write's classes, once."""
+    counts = dict.fromkeys([*VALUE_CONDITIONS.values(), "non_ascii_attribute_read_back"], 0)
+    latest: dict[tuple[str, str, str], tuple[str, list[str]] | None] = {}
+    for inv, done in sorted(pairs, key=lambda pair: pair[1].index):
+        if inv.f == "write" and done.type == "ok" and done.result.applied:
+            proves = [VALUE_CONDITIONS[c] for c in text_classes(inv.op.value)]
+            proves += [] if inv.op.attribute.isascii() else ["non_ascii_attribute_read_back"]
+            latest[_slot_key(inv)] = (inv.op.value, proves) if proves else None
+        elif inv.f == "read" and done.type == "ok":
+            served = {record.value for record in done.result}
+            entity = (inv.op.namespace, inv.op.entity_id)
+            for key, pending in latest.items():
+                if key[:2] == entity and pending is not None and pending[0] in served:
+                    latest[key] = None
+                    for name in pending[1]:
+                        counts[name] += 1
+    return counts
 
 
 def _no_answer(done: Entry) -> bool:
@@ -265,7 +288,8 @@ ERRORS = ("TimeoutError: no answer", "OutcomeUnknown: reset", "ValueError: bad",
 NAMESPACES = st.sampled_from(("a", "a", "a", "b"))
 ENTITIES = st.sampled_from(("e1", "e1", "e2"))
 ops = st.one_of(
-    st.tuples(st.just("write"), NAMESPACES, ENTITIES, st.sampled_from(("city", "City", "town")),
+    st.tuples(st.just("write"), NAMESPACES, ENTITIES,
+              st.sampled_from(("city", "City", "town", "城市")),
               st.sampled_from(SEQS), st.sampled_from(("city", "city", "job")),
               st.sampled_from(("f1", "f2", "f3")), st.sampled_from(PARAPHRASE_LEVELS)),
     st.tuples(st.sampled_from(("delete", "restore", "read", "read")), NAMESPACES, ENTITIES,
@@ -318,20 +342,29 @@ def build(plan: list[tuple[int, tuple[Any, ...], str, str]]) -> History:
     invokes one; whatever is in flight at the end is never completed."""
     recorder = HistoryRecorder()
     flying: dict[int, Entry] = {}
+    written: dict[tuple[str, str], list[str]] = defaultdict(list)
     for n, (worker, spec, outcome, error) in enumerate(plan):
         invocation = flying.pop(worker, None)
         if invocation is None:
-            flying[worker] = _invoke(recorder, worker, spec, n)
+            flying[worker] = entry = _invoke(recorder, worker, spec, n)
+            if entry.f == "write":
+                written[entry.op.namespace, entry.op.entity_id].append(entry.op.value)
         else:
-            _complete(recorder, invocation, outcome, error)
+            served = written[invocation.op.namespace, invocation.op.entity_id][-2:]
+            _complete(recorder, invocation, outcome, error, served)
     return recorder.history()
+
+
+_CLASSED = ("", " 👩‍💻", " Café", "\t", " ' \\", "　")
+"""Endings that give a write's value one value class or none, by its step number."""
 
 
 def _invoke(recorder: HistoryRecorder, worker: int, spec: tuple[Any, ...], n: int) -> Entry:
     kind, namespace, entity, *rest = spec
     if kind == "write":
         attribute, seq, slot, fact, paraphrase = rest
-        return recorder.invoke(worker, Write(namespace, entity, attribute, f"{fact} {n}", seq,
+        value = f"{fact} {n}{_CLASSED[n % len(_CLASSED)]}"
+        return recorder.invoke(worker, Write(namespace, entity, attribute, value, seq,
                                              f"op-{n}"),
                                meta=WriteMeta(fact, slot, paraphrase))
     if kind == "read":
@@ -340,7 +373,8 @@ def _invoke(recorder: HistoryRecorder, worker: int, spec: tuple[Any, ...], n: in
     return recorder.invoke(worker, payload)
 
 
-def _complete(recorder: HistoryRecorder, invocation: Entry, outcome: str, error: str) -> None:
+def _complete(recorder: HistoryRecorder, invocation: Entry, outcome: str, error: str,
+              served: Sequence[str] = ()) -> None:
     read = invocation.f == "read"
     if outcome == "info":
         recorder.info(invocation, error)
@@ -349,7 +383,8 @@ def _complete(recorder: HistoryRecorder, invocation: Entry, outcome: str, error:
     elif outcome == "fail":
         recorder.fail(invocation, Ack(applied=False))
     elif read:
-        recorder.ok(invocation, [Record(invocation.op.entity_id, "city", "v", 1, 1)])
+        recorder.ok(invocation, [Record(invocation.op.entity_id, "city", value, 1, 1)
+                                 for value in (*served, "v")])
     else:
         recorder.ok(invocation, Ack(applied=True))
 

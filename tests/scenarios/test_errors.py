@@ -9,6 +9,7 @@ import pytest
 from chaos.faults import FAULTS, validate_specs
 from invariants.errors import InvalidArgument, InvalidInput
 from scenarios import ScenarioError, load_scenario, load_suite
+from scenarios.generators import PLAIN
 from scenarios.plan import FaultSpec
 
 GOOD = 'description = "d"\ngenerator = "scenarios.generators:concurrent_writes"\n'
@@ -77,8 +78,8 @@ def test_unknown_scenario_name_suggests_the_close_one():
         "scenario='concurent_writes' (type str) is not a known scenario. Did you mean "
         "'concurrent_writes'? Known scenarios: concurrent_writes, crash_restart, "
         "crash_worker, delete_then_write, mixed, network_faults, out_of_order_causal, "
-        "paraphrase_flood, partition, pause, process_writes; or give the path of a .toml "
-        "file."
+        "paraphrase_flood, partition, pause, process_writes, value_diversity; or give the "
+        "path of a .toml file."
     )
     assert info.value.path is None
 
@@ -112,7 +113,7 @@ def test_generator_that_cannot_be_found(tmp_path):
     assert str(load_error(path)) == (
         f"{path}: generator='scenarios.generators:mixd' (type str) names no attribute 'mixd' "
         "of scenarios.generators. Did you mean 'mixed'? Generators there: concurrent_writes, "
-        "delete_then_write, mixed, out_of_order_causal, paraphrase_flood."
+        "delete_then_write, mixed, out_of_order_causal, paraphrase_flood, value_diversity."
     )
     path = scenario_file(tmp_path, 'description = "d"\ngenerator = "no_such_module:x"\n')
     assert str(load_error(path)) == (
@@ -145,7 +146,7 @@ def test_unknown_param_wrong_type_and_out_of_range(tmp_path):
     assert str(load_error(path)) == (
         f"{path}: params.slots[1]='jbo' (type str) is not allowed. Did you mean 'job'? Give a "
         "list of strings of at least 1 item(s) from city, job, coffee_preference, "
-        "drink_preference, language: the slots written."
+        f"drink_preference, language, {', '.join(list(PLAIN)[5:])}: the slots written."
     )
 
 
@@ -264,7 +265,8 @@ def test_suite_errors(tmp_path):
         f"{path}: scenarios[0].name='mixd' (type str) is not a known scenario. Did you mean "
         "'mixed'? Known scenarios: concurrent_writes, crash_restart, crash_worker, "
         "delete_then_write, mixed, network_faults, out_of_order_causal, paraphrase_flood, "
-        "partition, pause, process_writes; or give a .toml path relative to the suite."
+        "partition, pause, process_writes, value_diversity; or give a .toml path relative "
+        "to the suite."
     )
     path, message = suite_error(tmp_path, '[[scenarios]]\nname = "mixed"\nshare = 0.5\n')
     assert message == (

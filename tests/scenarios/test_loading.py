@@ -11,7 +11,7 @@ from scenarios.plan import FaultSpec
 
 NAMES = ["concurrent_writes", "crash_restart", "crash_worker", "delete_then_write", "mixed",
          "network_faults", "out_of_order_causal", "paraphrase_flood", "partition", "pause",
-         "process_writes"]
+         "process_writes", "value_diversity"]
 NETWORK = ["network_faults", "partition", "crash_restart", "pause"]
 PROCESSES = ["process_writes", "crash_worker"]
 IN_PROCESS = [name for name in NAMES if name not in NETWORK + PROCESSES]
@@ -94,8 +94,8 @@ def test_suites_are_listed_and_the_certify_suite_runs_every_phase_in_60_s():
     # out_of_order_causal first: with one Lamport clock across the suite, only the first
     # plan's hot key sees the clock pass 9 -> 10 and 99 -> 100.
     assert [entry.scenario.name for entry in suite.entries] == [
-        "out_of_order_causal", "concurrent_writes", "delete_then_write", "paraphrase_flood",
-        "mixed", "process_writes", "crash_worker", "crash_restart", "pause",
+        "out_of_order_causal", "value_diversity", "concurrent_writes", "delete_then_write",
+        "paraphrase_flood", "mixed", "process_writes", "crash_worker", "crash_restart", "pause",
     ]
     assert load_suite("nightly").entries[0].scenario.name == "out_of_order_causal"
     assert sum(entry.budget_s(suite.budget_s) for entry in suite.entries) == pytest.approx(60)
