@@ -67,10 +67,8 @@ class ServiceControl(Protocol):
 def not_runnable(factory: BackendFactory, network: Network) -> str:
     """Why a plan with this network cannot run against ``factory``, or "" if it can."""
     if not isinstance(factory, HttpFactory):
-        return ("needs a backend reached over HTTP, so that faults can sit between the "
-                "workers and the service: certify a service URL (memcert certify "
-                "http://HOST:PORT) or let memcert serve the reference store (memcert "
-                "certify --serve)")
+        return ("needs a backend reached over HTTP, the faults sitting between the workers "
+                "and the service: a service's URL, or --serve for the reference store")
     if network.uses_proxies and urllib.parse.urlsplit(factory.url).scheme.lower() != "http":
         return ("needs a plain http:// service: the fault proxy forwards TCP, and a TLS "
                 "certificate would not match the proxy's address")

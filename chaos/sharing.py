@@ -33,9 +33,8 @@ def not_shared(spec: str | None, *, http: bool = False) -> str:
     service, and worker processes would only add clients, which threads already are.
     """
     if http:
-        return ("the backend is a service reached over HTTP: its store lives in the "
-                "service's processes, and worker processes here would only add clients, "
-                "which the threads already are")
+        return ("a service reached over HTTP keeps its store in its own processes: worker "
+                "processes here would only add clients")
     if spec is None:
         return ("the factory was given as a callable, which a worker process cannot import; "
                 "pass it as a spec, package.module:callable")
@@ -44,8 +43,7 @@ def not_shared(spec: str | None, *, http: bool = False) -> str:
     except Exception as error:
         return f"worker processes could not import {spec!r}: {error}"
     if getattr(factory, "shares_across_processes", True) is False:
-        return (f"{spec} says its store lives in one process (shares_across_processes = "
-                "False), so each worker process would see an empty store of its own")
+        return f"{spec} keeps its store in one process (shares_across_processes = False)"
     namespace = f"memcert-probe-{secrets.token_hex(6)}"
     token = f"probe {secrets.token_hex(8)}"
     # This process's handle is opened first, as certify's are before any worker process

@@ -56,7 +56,7 @@ def test_judging_a_file_streamed_equals_judging_it_read_whole(tmp_path: Path, ba
 def test_a_long_judgement_reports_its_progress(tmp_path: Path) -> None:
     out = tmp_path / "out"
     certify("chaos.examples:drops_writes",
-            CertifyOptions(budget_s=10.0, seed=7, out=out, stateful_share=0.0))
+            CertifyOptions(budget_s=16.0, seed=7, out=out, stateful_share=0.0, processes=0))
     path = find_history(out)
     assert path is not None
     seen: list[int] = []

@@ -21,9 +21,8 @@ from invariants.adapters.http import HttpFactory
 from invariants.backend import Ack, Record, Write
 from invariants.history import HistoryRecorder, Read, WriteMeta, read_history
 
-NOT_HTTP = ("needs a backend reached over HTTP, so that faults can sit between the workers "
-            "and the service: certify a service URL (memcert certify http://HOST:PORT) or "
-            "let memcert serve the reference store (memcert certify --serve)")
+NOT_HTTP = ("needs a backend reached over HTTP, the faults sitting between the workers and "
+            "the service: a service's URL, or --serve for the reference store")
 NOT_MANAGED = ("needs a service memcert starts itself and can signal (SIGSTOP, SIGKILL, "
                "restart): let memcert run the reference store (memcert certify --serve "
                "[--db URL]), or give the command that starts yours (memcert certify "

@@ -46,10 +46,11 @@ def scenario(saved: dict, name: str) -> dict:
 @pytest.mark.slow
 def test_a_service_that_logs_after_answering_loses_writes_only_when_killed(tmp_path):
     data = tmp_path / "data"
-    # Half a second between appends, so each kill surely finds acknowledged writes
-    # waiting; at the default 50 ms some runs lose none that a later read looks for.
+    # Two seconds between appends, so each kill loses many acknowledged writes and a
+    # later read looks for some of them before newer writes supersede them all; at the
+    # default 50 ms a run may lose none that is read again.
     code, saved = certify(tmp_path, URL, "--service-cmd",
-                          f"{SERVICE} --data {data} --batch-s 0.5",
+                          f"{SERVICE} --data {data} --batch-s 2",
                           "--suite", suite(tmp_path, "crash_restart"))
     assert code == 1
     assert saved["invariants"]["durability"]["verdict"] == "fail"

@@ -5,7 +5,9 @@ words (surface and lexical variants, other attribute spellings), change them, ne
 them, and some arrive late: a write takes its causal_seq when it starts and reaches the
 store a few steps later, after other operations (a delete and a restore, say); reads
 dominate; entities are deleted, and the deleted ones restored, now and then. Values
-carry no tag, as production values do not.
+carry no tag, as production values do not; some are long, or of an odd text class
+(emoji, combining marks, whitespace at the ends), and some attributes differ from
+another only in characters outside ASCII.
 Every operation draws its causal_seq from one shared Lamport clock when it starts.
 """
 
@@ -20,6 +22,7 @@ from collections.abc import Callable, Sequence
 
 from invariants.backend import Delete, MemoryBackend, Restore, Write
 from invariants.wording import SLOTS, attribute_surface_variant, surface_variant
+from invariants.wording.values import TEXT_CLASSES, with_payload
 
 __all__ = ["Clock", "Workload", "run_threads"]
 
@@ -79,6 +82,9 @@ class Workload:
         template = templates.lexical[lang][0] if roll < 0.6 else rng.choice(
             templates.lexical[lang])
         text = template.format(x=names[0] if roll < 0.8 else rng.choice(names))
+        if rng.random() < 0.15:
+            # Agents' memories are often long or odd: summaries, pasted text, emoji.
+            return with_payload(text, rng, rng.choice(TEXT_CLASSES), max_bytes=4096)
         return surface_variant(text, rng) if rng.random() < 0.2 else text
 
     def attribute(self, slot: str) -> str:
@@ -88,7 +94,9 @@ class Workload:
             return slot
         if roll < 0.85:
             return attribute_surface_variant(slot, rng)
-        return rng.choice(SLOTS[slot].attribute_variants)
+        if roll < 0.95:
+            return rng.choice(SLOTS[slot].attribute_variants)
+        return f"{slot}_备注"  # another slot, told apart only by its non-ASCII characters
 
     def step(self, backend: MemoryBackend) -> None:
         rng = self.rng

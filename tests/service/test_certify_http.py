@@ -17,7 +17,7 @@ def _certify(url: str, out: Path, *extra: str, env: dict[str, str] | None = None
              ) -> subprocess.CompletedProcess[str]:
     environment = {k: v for k, v in os.environ.items() if k != "MEMCERT_TOKEN"}
     return subprocess.run(
-        [sys.executable, "-m", "chaos.cli", "certify", url, "--budget", "10", "--seed", "11",
+        [sys.executable, "-m", "chaos.cli", "certify", url, "--budget", "16", "--seed", "11",
          "--out", str(out), "--quiet", *extra],
         cwd=ROOT, env={**environment, **(env or {})}, capture_output=True, text=True,
         timeout=120)
