@@ -38,7 +38,7 @@ from invariants.wording.values import DEFAULT_VALUE_BYTES, check_max_value_bytes
 from scenarios import load_suite
 from scenarios.plan import Plan
 
-from .execute import run_plan
+from .execute import Runnability, run_plan
 from .faults import LamportClock
 from .judging import judge_file
 from .report import INVARIANTS, Report, ScenarioSummary, build_report
@@ -186,7 +186,12 @@ def certify(factory: BackendFactory | str | ResolvedBackend | None = None,
                                          max_value_bytes=options.max_value_bytes))
              for entry in suite.entries]
     run_budget = options.budget_s * (1 - CHECK_RESERVE - options.stateful_share)
-    total_share = sum(entry.share for entry, _ in plans) or 1.0
+    runnability = Runnability(backend.factory, factory_spec=backend.name,
+                              process_phase=options.processes != 0)
+    # A scenario that cannot run here gives its share to those that can.
+    runs = [not runnability.reason(entry.scenario) for entry, _ in plans]
+    total_share = sum(entry.share for (entry, _), ok in zip(plans, runs, strict=True)
+                      if ok) or 1.0
     phases = dict.fromkeys(("setup", "scenarios", "final_reads"), 0.0)
     phases["setup"] = time.monotonic() - started
 
@@ -197,15 +202,16 @@ def certify(factory: BackendFactory | str | ResolvedBackend | None = None,
                    compress=options.compress) as recording:
         progress.start(sum(plan.size for _, plan in plans), options.budget_s)
         first_worker = 0
-        for entry, plan in plans:
+        for position, (entry, plan) in enumerate(plans):
             if stopped:
                 summaries.append(ScenarioSummary(plan.scenario, plan.size, 0, 0.0, False,
                                                  requires=tuple(plan.requires), stopped=True))
                 continue
             progress.scenario(plan.scenario)
             recording.begin_scenario(plan.scenario)
-            result = _run_scenario(backend, plan, recording, progress, options,
-                                   first_worker, run_budget * entry.share / total_share)
+            budget = run_budget * entry.share / total_share if runs[position] else 0.0
+            result = _run_scenario(backend, plan, recording, progress, options, first_worker,
+                                   budget, runnability)
             first_worker += len(plan.workers) + 1
             phases["scenarios"] += result.elapsed_s - result.final_reads_s
             phases["final_reads"] += result.final_reads_s
@@ -216,7 +222,7 @@ def certify(factory: BackendFactory | str | ResolvedBackend | None = None,
                 plan.scenario, result.steps_planned, result.steps_done, result.elapsed_s,
                 result.budget_exhausted, result.faults_fired, tuple(plan.requires),
                 not_run=result.not_run, nemesis=tuple(result.nemesis),
-                stopped=result.stopped))
+                stopped=result.stopped, budget_s=budget))
             if options.fail_fast and recording.online.violation_count:
                 stopped = "a violation the online checkers counted (--fail-fast)"
         recording.close()
@@ -236,7 +242,8 @@ def certify(factory: BackendFactory | str | ResolvedBackend | None = None,
 
 
 def _run_scenario(backend: ResolvedBackend, plan: Plan, recording: Recording, progress: Progress,
-                  options: CertifyOptions, first_worker: int, budget_s: float) -> RunResult:
+                  options: CertifyOptions, first_worker: int, budget_s: float,
+                  runnability: Runnability) -> RunResult:
     """Run one scenario's plan; under ``fail_fast``, a violation counted online stops it
     (workers in other processes within a tick of the runner's, 0.1 s, more)."""
     stop = threading.Event()
@@ -250,7 +257,8 @@ def _run_scenario(backend: ResolvedBackend, plan: Plan, recording: Recording, pr
     return run_plan(backend.factory, plan, recording.recorder, clock=LamportClock(),
                     first_worker=first_worker, budget_s=budget_s,
                     processes=options.processes or 0, factory_spec=backend.name,
-                    on_step=on_step, stop=stop, process_phase=options.processes != 0)
+                    on_step=on_step, stop=stop, process_phase=options.processes != 0,
+                    runnability=runnability)
 
 
 def prepare(backend: ResolvedBackend) -> bool:
@@ -396,7 +404,7 @@ def replay(out: Path, *, progress: Callable[[int, int], None] | None = None) -> 
                                  s["elapsed_s"], s["budget_exhausted"], s["faults_fired"],
                                  tuple(s["requires"]), not_run=s.get("not_run") or "",
                                  nemesis=tuple(s.get("nemesis", ())),
-                                 stopped=bool(s.get("stopped")))
+                                 stopped=bool(s.get("stopped")), budget_s=s.get("budget_s"))
                  for s in saved["scenarios"]]
     total = int(saved.get("history_entries") or 0)
     judged = judge_file(path, level=saved["level"],

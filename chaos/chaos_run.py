@@ -61,7 +61,7 @@ from scenarios import SuiteEntry, load_scenario, load_suite
 from scenarios.plan import Plan
 
 from .certify import CertifyOptions, Progress, Recording, prepare
-from .execute import run_plan
+from .execute import Runnability, run_plan
 from .faults import LamportClock
 from .report import Report, ScenarioSummary
 from .runner import RunResult
@@ -77,9 +77,11 @@ ROUND_S = 60.0
 LAST_ROUND_MIN_S = 1.0
 """A round after the first starts only with this much of ``--duration`` left."""
 FIRST_ROUND_MIN_S = 0.25
-"""Each scenario's least share of the first round, even past ``--duration``: on a slow
-or busy machine the scenarios before it may overrun their shares (their final reads
-come after their budget), and a short run must still exercise every scenario."""
+"""Each scenario's least time in the first round, even past ``--duration``. In the first
+round a scenario is also given at least its share of the round as planned when the round
+began: on a slow or busy machine the scenarios before it may overrun their shares (their
+final reads come after their budget), and a short run must still exercise every scenario
+as a certify of the same budget would."""
 
 
 @dataclass(frozen=True)
@@ -182,6 +184,7 @@ class _Tally:
     planned: int = 0
     done: int = 0
     elapsed_s: float = 0.0
+    budget_s: float = 0.0
     exhausted: bool = False
     fired: dict[str, int] = field(default_factory=dict)
     requires: tuple[str, ...] = ()
@@ -206,11 +209,16 @@ class _Rounds:
         self._first_worker = 0
         self._plan_workers = range(0)
         self._steps_done = 0
+        self.runnability = Runnability(backend.factory, factory_spec=backend.name,
+                                       process_phase=options.processes != 0)
 
     def until_done(self, entries: Sequence[SuiteEntry], round_s: float,
                    recording: Recording, rounds: IO[str]) -> float:
         """Run rounds until the duration is over or a stop is asked; returns the seconds
         spent."""
+        runs = [not self.runnability.reason(entry.scenario) for entry in entries]
+        runnable_shares = math.fsum(e.share for e, ok in zip(entries, runs, strict=True)
+                                    if ok) or 1.0
         started = time.monotonic()
         duration = self.options.duration_s
         deadline = math.inf if duration is None else started + duration
@@ -218,7 +226,8 @@ class _Rounds:
             left = deadline - time.monotonic()
             if self.stop.is_set() or left <= 0 or (number > 0 and left < LAST_ROUND_MIN_S):
                 break
-            round_end = time.monotonic() + min(round_s, left)
+            this_round = min(round_s, left)
+            round_end = time.monotonic() + this_round
             seed = round_seed(self.seed, number)
             for position, entry in enumerate(entries):
                 if self.stop.is_set():
@@ -227,13 +236,19 @@ class _Rounds:
                     seed=seed, workers=self.options.workers, level=self.options.level,
                     scale=entry.scale, max_value_bytes=self.options.max_value_bytes), number)
                 # Each scenario gets its share of what is left of the round, so time
-                # spent building plans and reading back does not starve the last ones.
-                shares_left = math.fsum(e.share for e in entries[position:])
-                budget = (round_end - time.monotonic()) * entry.share / shares_left
-                if number == 0:
-                    budget = max(budget, FIRST_ROUND_MIN_S)
-                elif budget <= 0:
-                    break
+                # spent building plans and reading back does not starve the last ones;
+                # the scenarios that cannot run here take no share.
+                if runs[position]:
+                    shares_left = math.fsum(e.share for e, ok in zip(
+                        entries[position:], runs[position:], strict=True) if ok)
+                    budget = (round_end - time.monotonic()) * entry.share / shares_left
+                    if number == 0:
+                        budget = max(budget, FIRST_ROUND_MIN_S,
+                                     this_round * entry.share / runnable_shares)
+                    elif budget <= 0:
+                        break
+                else:
+                    budget = 0.0
                 line = self._run(plan, number, budget, recording)
                 rounds.write(json.dumps(line) + "\n")
                 rounds.flush()
@@ -258,7 +273,8 @@ class _Rounds:
                               first_worker=self._first_worker, budget_s=budget_s,
                               processes=self.options.processes or 0, factory_spec=self.spec,
                               on_step=on_step, stop=self.stop,
-                              process_phase=self.options.processes != 0)
+                              process_phase=self.options.processes != 0,
+                              runnability=self.runnability)
             stopped = result.stopped
         except KeyboardInterrupt:
             # A terminal's Ctrl-C reaches worker processes too, and their interrupt comes
@@ -279,6 +295,7 @@ class _Rounds:
         tally.planned += plan.size
         tally.done += result.steps_done
         tally.elapsed_s += elapsed
+        tally.budget_s += budget_s
         tally.exhausted |= result.budget_exhausted
         tally.not_run = result.not_run
         tally.nemesis.extend(result.nemesis)
@@ -299,7 +316,8 @@ class _Rounds:
 
     def summaries(self) -> list[ScenarioSummary]:
         return [ScenarioSummary(name, t.planned, t.done, t.elapsed_s, t.exhausted, t.fired,
-                                t.requires, not_run=t.not_run, nemesis=tuple(t.nemesis))
+                                t.requires, not_run=t.not_run, nemesis=tuple(t.nemesis),
+                                budget_s=t.budget_s)
                 for name, t in self._tallies.items()]
 
 

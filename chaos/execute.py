@@ -11,20 +11,23 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from typing import Protocol
 
 from invariants.adapters.http import HttpFactory
 from invariants.backend import BackendFactory
 from invariants.errors import InvalidArgument
 from invariants.history import HistoryRecorder
+from scenarios.network_plan import Network
 from scenarios.plan import Plan
+from scenarios.process_plan import Processes
 
 from .faults import LamportClock
-from .nemesis import run_under_nemesis
+from .nemesis import not_runnable, run_under_nemesis
 from .processes import run_in_processes
 from .runner import RunResult, final_reads, run_workers
 from .sharing import not_shared
 
-__all__ = ["run_plan"]
+__all__ = ["Runnability", "Shaped", "run_plan"]
 
 
 def run_plan(
@@ -40,6 +43,7 @@ def run_plan(
     factory_spec: str | None = None,
     stop: threading.Event | None = None,
     process_phase: bool = True,
+    runnability: Runnability | None = None,
 ) -> RunResult:
     """Run every worker's steps concurrently until done or until ``budget_s`` runs out.
 
@@ -60,8 +64,15 @@ def run_plan(
     in worker processes: ``processes`` of them if given, else the plan's own count. It
     runs only if a probe shows the store is shared across processes
     (:func:`chaos.sharing.not_shared`), and not at all without ``process_phase``
-    (``--processes 0``); either way ``not_run`` says why.
+    (``--processes 0``); either way ``not_run`` says why. A run of many plans passes one
+    ``runnability``, so that the probe runs once, and its shares of the budget can go to
+    the plans that run.
     """
+    asked = runnability or Runnability(factory, factory_spec=factory_spec,
+                                       process_phase=process_phase)
+    reason = asked.reason(plan)
+    if reason:
+        return RunResult(plan.scenario, plan.size, not_run=reason)
     shared = clock if clock is not None else LamportClock()
     deadline = time.monotonic() + budget_s
     started = time.monotonic()
@@ -72,12 +83,7 @@ def run_plan(
         if result.not_run:
             return result
     elif plan.processes is not None:
-        reason = _why_not_in_processes(factory, factory_spec, process_phase)
-        if reason:
-            return RunResult(plan.scenario, plan.size, not_run=reason)
         assert factory_spec is not None
-        # The probe took a worker process's start-up: the budget starts after it.
-        deadline = time.monotonic() + budget_s
         result = run_in_processes(factory_spec, plan, recorder, shared, deadline,
                                   max(processes, plan.processes.count), first_worker,
                                   on_step, stop, kill_at=plan.processes.kill_at)
@@ -101,7 +107,44 @@ def run_plan(
     return result
 
 
-def _why_not_in_processes(factory: BackendFactory, spec: str | None, process_phase: bool) -> str:
-    if not process_phase:
-        return "turned off with --processes 0"
-    return not_shared(spec, http=isinstance(factory, HttpFactory))
+class Shaped(Protocol):
+    """What decides where a plan can run: a :class:`scenarios.Scenario`, or its plan."""
+
+    @property
+    def network(self) -> Network | None: ...
+
+    @property
+    def processes(self) -> Processes | None: ...
+
+
+class Runnability:
+    """Which plans can run against one backend, asked before they run.
+
+    A plan with a ``network`` needs a service memcert can put faults in front of (and
+    signal, for crashes and pauses); a plan with a ``processes`` table needs a store that
+    worker processes share, which only a probe can tell (:func:`chaos.sharing.not_shared`).
+    The probe starts a process, so its answer is kept for the run. Asked up front, the
+    answers let a suite give the shares of the plans that cannot run to those that can,
+    instead of leaving part of the budget unspent.
+    """
+
+    def __init__(self, factory: BackendFactory, *, factory_spec: str | None,
+                 process_phase: bool) -> None:
+        self.factory = factory
+        self.factory_spec = factory_spec
+        self.process_phase = process_phase
+        self._sharing: str | None = None
+
+    def reason(self, plan: Shaped) -> str:
+        """Why ``plan`` (or any plan of a scenario) cannot run against this backend, or ""
+        if it can."""
+        if plan.network is not None:
+            return not_runnable(self.factory, plan.network)
+        if plan.processes is None:
+            return ""
+        if not self.process_phase:
+            return "turned off with --processes 0"
+        if self._sharing is None:
+            self._sharing = not_shared(self.factory_spec,
+                                       http=isinstance(self.factory, HttpFactory))
+        return self._sharing

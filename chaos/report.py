@@ -148,6 +148,9 @@ class ScenarioSummary:
     ``stopped`` marks a scenario cut short, or never reached, because the run stopped
     early (``--fail-fast``); unlike one not run, it keeps its requirements, so the
     conditions it never produced leave their invariants unknown rather than passed.
+    ``budget_s`` is the time it was given: its share of the run's budget, with the
+    shares of the scenarios that could not run spread over those that could (0 for one
+    not run; None in results written before it was recorded).
     """
 
     name: str
@@ -160,6 +163,7 @@ class ScenarioSummary:
     not_run: str = ""
     nemesis: tuple[Mapping[str, Any], ...] = ()
     stopped: bool = False
+    budget_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -216,7 +220,8 @@ class Report:
                  "elapsed_s": round(s.elapsed_s, 3), "budget_exhausted": s.budget_exhausted,
                  "faults_fired": dict(s.faults_fired), "requires": list(s.requires),
                  "not_run": s.not_run or None, "nemesis": [dict(e) for e in s.nemesis],
-                 "stopped": s.stopped}
+                 "stopped": s.stopped,
+                 "budget_s": None if s.budget_s is None else round(s.budget_s, 3)}
                 for s in self.scenarios
             ],
             "restore_supported": self.restore_supported,
