@@ -51,7 +51,7 @@ def test_the_front_door_certifies_and_replays(tmp_path):
     from chaos.examples import in_memory
 
     report = memcert.certify(in_memory, seed=3, budget_s=20, out=tmp_path / "run",
-                             stateful_share=0.0)
+                             stateful_share=0.0, suite="quick")
     again = memcert.replay(str(tmp_path / "run"))
     assert report.verdict == again.verdict == "certified"
     assert again.seed == 3

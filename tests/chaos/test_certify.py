@@ -14,15 +14,18 @@ from chaos.certify import CertifyOptions, Progress, certify, replay
 from chaos.examples import KNOWN_BAD, KNOWN_BAD_CAUSES, in_memory
 from chaos.faults import FailBeforeApply, LostAck
 from chaos.report import INVARIANTS, render_table
+from scenarios import load_suite
 
 INVARIANT_OF = {checker: name for name, checkers in INVARIANTS.items() for checker in checkers}
 
 
 def options(tmp_path: Path, **overrides) -> CertifyOptions:
-    """The chaos phase alone unless a test asks for the stateful one: tests/stateful
-    covers the machine on every known-bad backend, and the suite's time is shared."""
+    """The quick suite, its plans run whole within the budget (the same coverage every
+    time, however loaded the machine), and the chaos phase alone unless a test asks for
+    the stateful one: tests/stateful covers the machine on every known-bad backend, and
+    the suite's time is shared."""
     return CertifyOptions(**{"budget_s": 60.0, "seed": 20261129, "out": tmp_path / "out",
-                             "stateful_share": 0.0, **overrides})
+                             "stateful_share": 0.0, "suite": "quick", **overrides})
 
 
 @pytest.mark.slow
@@ -46,7 +49,7 @@ def test_each_known_bad_backend_fails_the_invariant_it_breaks(tmp_path, name):
 @pytest.mark.slow
 def test_the_reference_store_on_sqlite_is_certified(tmp_path, monkeypatch, sqlite_url):
     monkeypatch.setenv("MEMCERT_DB_URL", sqlite_url)
-    report = certify(None, options(tmp_path, stateful_share=0.2))
+    report = certify(None, options(tmp_path, stateful_share=0.2, suite="certify"))
     assert {n: v.verdict for n, v in report.invariants.items()} == dict.fromkeys(INVARIANTS,
                                                                                "pass")
     assert sum(c.violation_count for c in report.checks.values()) == 0
@@ -108,7 +111,7 @@ def test_results_json_junit_and_replay_agree(tmp_path):
 @pytest.mark.slow
 def test_worker_processes_certify_the_reference_store(tmp_path, monkeypatch, sqlite_url):
     monkeypatch.setenv("MEMCERT_DB_URL", sqlite_url)
-    report = certify(None, options(tmp_path, processes=2, workers=4, budget_s=40.0))
+    report = certify(None, options(tmp_path, processes=2, workers=4))
     assert sum(c.violation_count for c in report.checks.values()) == 0
     assert report.verdict == "certified", report.invariants
     assert "--processes 2" in report.command
@@ -118,7 +121,7 @@ def test_worker_processes_certify_the_reference_store(tmp_path, monkeypatch, sql
 def test_worker_processes_catch_a_stale_overwrite(tmp_path, monkeypatch):
     monkeypatch.setenv("LWW_DB", str(tmp_path / "lww.sqlite3"))
     report = certify("tests.chaos.sqlite_last_write_wins:factory",
-                     options(tmp_path, processes=2, workers=4, budget_s=40.0))
+                     options(tmp_path, processes=2, workers=4))
     assert report.invariants["causal_monotonicity"].verdict == "fail"
     assert not report.restore_supported
 
@@ -267,7 +270,22 @@ def test_the_progress_display_sees_the_steps_of_workers_in_other_processes(
     monkeypatch.setenv("LWW_DB", str(tmp_path / "lww.sqlite3"))
     watched = _Watched()
     report = certify("tests.chaos.sqlite_last_write_wins:factory",
-                     options(tmp_path, processes=2, workers=4, budget_s=20.0), progress=watched)
+                     options(tmp_path, processes=2, workers=4, budget_s=30.0), progress=watched)
     assert len(watched.counts) == sum(s.steps_done for s in report.scenarios) > 0
     assert watched.counts == sorted(watched.counts)
     assert watched.counts[-1] > 0, "the violations are counted as the run goes"
+
+
+@pytest.mark.slow
+def test_the_quick_suite_runs_its_plans_whole_and_meets_every_condition(tmp_path):
+    report = certify("chaos.examples:in_memory", options(tmp_path))
+    ran = [s for s in report.scenarios if not s.not_run]
+    assert [s.name for s in ran] == ["out_of_order_causal", "value_diversity",
+                                     "concurrent_writes", "delete_then_write",
+                                     "paraphrase_flood", "mixed"]
+    assert all(s.steps_done == s.steps_planned and not s.budget_exhausted for s in ran), [
+        (s.name, s.steps_done, s.steps_planned) for s in ran]
+    assert report.verdict == "certified", report.invariants
+    full = {e.scenario.name: e for e in load_suite("certify").entries}
+    for entry in load_suite("quick").entries:
+        assert entry.scale < full[entry.scenario.name].scale

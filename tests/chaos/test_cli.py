@@ -95,7 +95,7 @@ class _BlindBackend:
 @pytest.mark.slow
 def test_nothing_checked_is_unknown_with_exit_code_3(tmp_path, capsys):
     code = main(["certify", "tests.chaos.test_cli:_BlindBackend", "--out", str(tmp_path),
-                 "--quiet", "--seed", "5", "--budget", "20"])
+                 "--quiet", "--seed", "5", "--budget", "20", "--suite", "quick"])
     assert code == 3
     saved = json.loads((tmp_path / "results.json").read_text())
     assert saved["verdict"] == "unknown"
@@ -106,7 +106,7 @@ def test_nothing_checked_is_unknown_with_exit_code_3(tmp_path, capsys):
 @pytest.mark.slow
 def test_certify_then_replay_from_the_command_line(tmp_path):
     failed = memcert("certify", "chaos.examples:restore_revives", "--seed", "11", "--out",
-                     str(tmp_path), "--quiet")
+                     str(tmp_path), "--quiet", "--suite", "quick", "--budget", "30")
     assert failed.returncode == 1, failed.stderr
     assert "deletion_monotonicity   FAIL" in failed.stdout
     assert "reproduce: memcert certify chaos.examples:restore_revives --seed 11" in failed.stdout

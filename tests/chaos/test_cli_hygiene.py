@@ -256,7 +256,8 @@ def test_chaos_runs_the_backend_after_the_scenario_list_and_prints_where_it_save
 
 @pytest.mark.slow
 def test_nightly_prints_its_reports_path(tmp_path, capsys):
-    code = main(["nightly", "chaos.examples:in_memory", "--out", str(tmp_path), "--budget", "3",
+    code = main(["nightly", "chaos.examples:in_memory", "--suite", "quick", "--out",
+                 str(tmp_path), "--budget", "3",
                  "--stateful-share", "0", "--seed", "5", "--quiet"])
     assert code in (0, 3)
     (night,) = [path.parent for path in tmp_path.glob("*/report.html")]

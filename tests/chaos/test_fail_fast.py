@@ -20,7 +20,7 @@ STOPPED = "a violation the online checkers counted (--fail-fast)"
 
 def options(tmp_path: Path, **overrides) -> CertifyOptions:
     return CertifyOptions(**{"budget_s": 60.0, "seed": 20261130, "out": tmp_path / "out",
-                             "fail_fast": True, **overrides})
+                             "fail_fast": True, "suite": "quick", **overrides})
 
 
 @pytest.mark.slow

@@ -49,7 +49,7 @@ def nights(tmp_path_factory):
     for factory, started, commit in (("chaos.examples:in_memory", NIGHT_1, "aaa111"),
                                      ("chaos.examples:restore_revives", NIGHT_2, "bbb222")):
         runs.append(nightly(
-            factory, NightlyOptions(out=out, budget_s=5.0, seed=20261129,
+            factory, NightlyOptions(out=out, suite="quick", budget_s=30.0, seed=20261129,
                                     labels={"commit": commit}),
             metrics=MetricsOptions(pushgateway=gateway, job=job), started=started))
     return out, job, runs[0], runs[1]
@@ -68,7 +68,7 @@ def test_each_night_keeps_its_labels_and_the_time_of_each_phase(nights):
         assert saved["labels"]["commit"] == commit
         assert saved["labels"]["memcert_version"] == saved["labels"]["backend_package_version"]
         assert saved["labels"]["backend_package"] == "memcert"
-        assert saved["budget_s"] == 5.0
+        assert saved["budget_s"] == 30.0
         assert list(saved["phases"]) == list(PHASES)
         assert all(seconds >= 0 for seconds in saved["phases"].values())
         assert saved["phases"]["scenarios"] > 0 and saved["phases"]["checking"] > 0
@@ -132,12 +132,12 @@ def test_the_report_names_the_command_that_ran_its_labels_and_its_time(nights):
     _, _, _, bad = nights
     page = (bad.folder / "report.html").read_text()
     ran = re.search(r"<p>Ran: <code>([^<]*)</code></p>", page).group(1)
-    assert ran.startswith("memcert nightly chaos.examples:restore_revives --suite nightly ")
+    assert ran.startswith("memcert nightly chaos.examples:restore_revives --suite quick ")
     assert f"--seed {bad.report.seed}" in ran and ran.endswith("--label commit=bbb222")
     assert "<p>Reproduce: <code>memcert certify chaos.examples:restore_revives" in page
     assert '<p class="labels">Labels: <code>memcert_version=' in page
     assert "<code>commit=bbb222</code>" in page
-    took = re.search(r"took ([\d.]+) s of a 5 s budget \(([^)]*)\)", page)
+    took = re.search(r"took ([\d.]+) s of a 30 s budget \(([^)]*)\)", page)
     assert took, "the header compares the time with the budget"
 
 

@@ -57,7 +57,8 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     backend = f"{module}:backend"
     done = subprocess.run(
         [sys.executable, "-m", "chaos.cli", "nightly", backend, "--out", str(folder / "nights"),
-         "--budget", "3", "--seed", "20261201", "--quiet", "--pushgateway", gateway],
+         "--budget", "20", "--suite", "quick", "--seed", "20261201", "--quiet",
+         "--pushgateway", gateway],
         capture_output=True, text=True, cwd=folder, timeout=300)
     assert done.returncode == 1, done.stdout + done.stderr
     [report] = re.findall(r"^report: (file://\S+)$", done.stdout, re.M)

@@ -21,7 +21,7 @@ LEAKY = "chaos.examples:leaky_namespaces"
 
 def options(tmp_path: Path, **overrides) -> CertifyOptions:
     return CertifyOptions(**{"budget_s": 60.0, "seed": 20261130, "out": tmp_path / "out",
-                             "stateful_share": 0.0, **overrides})
+                             "stateful_share": 0.0, "suite": "quick", **overrides})
 
 
 @pytest.mark.slow

@@ -31,7 +31,8 @@ def test_importing_invariants_starts_no_database_runner_or_load_tool():
 def test_the_python_api_certifies_a_factory(tmp_path):
     from chaos.examples import in_memory
 
-    report = invariants.certify(in_memory, seed=3, budget_s=30, out=tmp_path / "run")
+    report = invariants.certify(in_memory, seed=3, budget_s=30, out=tmp_path / "run",
+                                suite="quick")
     assert report.verdict == "certified"
     assert report.seed == 3
     assert (tmp_path / "run" / "results.json").is_file()
