@@ -94,7 +94,7 @@ class ExpiringTombstone(InMemoryBackend):
     delete look correct.
     """
 
-    after_ops: ClassVar[int] = 20
+    after_ops: ClassVar[int] = 8
 
     def _tombstoned(self, ent: StoredEntity) -> bool:
         if ent.deleted and self.store.ticks - ent.delete_tick > self.after_ops:

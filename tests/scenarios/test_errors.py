@@ -294,7 +294,7 @@ def test_suite_errors(tmp_path):
         load_suite("nightyl")
     assert str(info.value) == (
         "suite='nightyl' (type str) is not a known suite. Did you mean 'nightly'? Known "
-        "suites: certify, network, nightly; or give the path of a .toml file."
+        "suites: certify, network, nightly, quick; or give the path of a .toml file."
     )
 
 

@@ -88,7 +88,7 @@ def test_a_module_path_names_its_generator_attribute(tmp_path):
 
 
 def test_suites_are_listed_and_the_certify_suite_runs_every_phase_in_60_s():
-    assert list_suites() == ["certify", "network", "nightly"]
+    assert list_suites() == ["certify", "network", "nightly", "quick"]
     suite = load_suite("certify")
     assert suite.budget_s == 60
     # out_of_order_causal first: with one Lamport clock across the suite, only the first
@@ -98,6 +98,9 @@ def test_suites_are_listed_and_the_certify_suite_runs_every_phase_in_60_s():
         "paraphrase_flood", "mixed", "process_writes", "crash_worker", "crash_restart", "pause",
     ]
     assert load_suite("nightly").entries[0].scenario.name == "out_of_order_causal"
+    quick = load_suite("quick")
+    assert [e.scenario.name for e in quick.entries] == [e.scenario.name for e in suite.entries]
+    assert {e.scale for e in quick.entries} == {0.25}
     assert sum(entry.budget_s(suite.budget_s) for entry in suite.entries) == pytest.approx(60)
 
 
