@@ -385,7 +385,8 @@ def _stateful_phase(backend: ResolvedBackend, seed: int,
 
     shutil.rmtree(options.out / "stateful", ignore_errors=True)
     outcome = run_stateful_phase(backend, budget_s=options.budget_s * options.stateful_share,
-                                 seed=seed, level=options.level, out=options.out)
+                                 seed=seed, level=options.level, out=options.out,
+                                 max_value_bytes=options.max_value_bytes)
     return outcome.to_dict()
 
 

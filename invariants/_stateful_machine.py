@@ -52,16 +52,21 @@ from invariants.checkers import CHECKER_NAMES, CheckerSuite
 from invariants.history import HistoryRecorder, Read, WriteMeta, describe_error
 from invariants.levels import CLAIMABLE_LEVELS, ClaimableLevel, Paraphrase
 from invariants.verdict import CheckResult, Validity, Violation, render_explanation
+from invariants.wording.values import DEFAULT_VALUE_BYTES, TEXT_CLASSES
 
 from ._stateful_model import ContractModel
 from ._stateful_words import (
     MACHINE_SLOTS,
     OBJECTS,
+    PAYLOAD_SIZES,
+    TWINS,
     Attribute,
     FactWording,
+    Payload,
     attribute_variant,
     fact,
     reworded,
+    twin,
 )
 
 __all__ = [
@@ -286,7 +291,8 @@ class MachineConfig:
     its steps directly, whatever these say. ``echo`` prints each step as it runs: the
     operations sent, as the backend received them, with its answers, and at the step
     that shows a violation, the explanation; a printed program turns it on, a search
-    leaves it off.
+    leaves it off. ``max_value_bytes`` bounds the payloads' values, as certify's
+    ``--max-value-bytes`` bounds the scenarios'.
     """
 
     factory: BackendFactory
@@ -297,6 +303,7 @@ class MachineConfig:
     pool: HandlePool | None = None
     tally: RunTally = field(default_factory=RunTally)
     echo: bool = False
+    max_value_bytes: int = DEFAULT_VALUE_BYTES
 
     @property
     def paraphrase_levels(self) -> tuple[ClaimableLevel, ...]:
@@ -409,6 +416,17 @@ class BackendMachine(RuleBasedStateMachine):
         self._step(f"respell: the attribute name {made.name!r}, for slot {made.slot}")
         return made
 
+    @precondition(_room("attributes", len(MACHINE_SLOTS) + 2))
+    @rule(target=attributes, attribute=attributes, suffix=st.sampled_from(TWINS))
+    def twin_slot(self, attribute: Attribute, suffix: str) -> Attribute:
+        """A slot of its own whose name differs from ``attribute``'s slot's only in
+        Chinese characters (or is 256 characters long): what a store that keys
+        attribute names by ASCII alone folds together."""
+        made = twin(attribute, suffix)
+        self._step(f"twin_slot: the attribute name {made.name!r}, for slot "
+                   f"{made.slot}" + ("" if made is not attribute else ", already a twin"))
+        return made
+
     @initialize(target=entities)
     def init_entities(self) -> MultipleResults[Entity]:
         self._step("init_entities: " + ", ".join(_where(e) for e in ENTITIES))
@@ -424,6 +442,27 @@ class BackendMachine(RuleBasedStateMachine):
     def new_fact(self, attribute: Attribute, obj: int, negated: bool) -> FactWording:
         made = _plain(attribute, obj, negated)
         self._step(f"new_fact: the fact {made.fact.id}, under attribute {attribute.name!r}")
+        return made
+
+    @precondition(_room("paraphrases", 7))
+    @rule(
+        target=paraphrases,
+        attribute=attributes,
+        obj=st.integers(0, OBJECTS - 1),
+        negated=st.booleans(),
+        text_class=st.sampled_from(TEXT_CLASSES),
+        size=st.integers(0, PAYLOAD_SIZES - 1),
+    )
+    def payload_fact(self, attribute: Attribute, obj: int, negated: bool, text_class: str,
+                     size: int) -> FactWording:
+        """A fact whose value carries a payload of ``text_class``, 2**``size``
+        characters in all: what a store that mangles values gets wrong. It is written
+        as it is, never reworded: a paraphrase is of a fact's own text."""
+        payload = Payload(text_class, 2**size)
+        made = FactWording(fact(attribute, obj, negated, payload), attribute, "none")
+        self._step(f"payload_fact: the fact {made.fact.id}, its value about "
+                   f"{payload.length:,} characters of {text_class} text, under attribute "
+                   f"{attribute.name!r}")
         return made
 
     @precondition(_room("paraphrases", 7))
@@ -591,7 +630,8 @@ class BackendMachine(RuleBasedStateMachine):
             deleted_at = self.model.delete_seq(ns, eid)
             if deleted_at is not None:
                 seq = max(0, deleted_at - 1)
-        op = Write(ns, eid, wording.attribute.name, wording.value(entity.tag), seq, op_id)
+        value = wording.value(entity.tag, self.config.max_value_bytes)
+        op = Write(ns, eid, wording.attribute.name, value, seq, op_id)
         meta = WriteMeta(wording.fact.id, wording.fact.slot, wording.level)
         decision = self.model.write(ns, eid, wording.fact.slot, wording.fact.id, seq)
         return op, meta, f"write {decision}"
@@ -775,14 +815,24 @@ def _ack(ack: Ack) -> str:
     return f"Ack({', '.join(fields)})"
 
 
+QUOTED_CHARS = 72
+"""The most characters of a value the echo shows: a payload of 16 KiB on one line would
+hide the program's steps. A longer value shows its head and tail, and its length."""
+
+
 def _quoted(value: str) -> str:
-    """A value in double quotes, escaped as JSON would, as explanations quote values."""
-    return json.dumps(value, ensure_ascii=False)
+    """A value in double quotes, escaped as JSON would, as explanations quote values;
+    a long one cut to its head and tail."""
+    if len(value) <= QUOTED_CHARS:
+        return json.dumps(value, ensure_ascii=False)
+    head = json.dumps(value[: QUOTED_CHARS * 2 // 3], ensure_ascii=False)
+    tail = json.dumps(value[-(QUOTED_CHARS // 3):], ensure_ascii=False)
+    return f"{head[:-1]}…{tail[1:]} ({len(value):,} characters)"
 
 
 def _plain(attribute: Attribute, obj: int, negated: bool) -> FactWording:
     """A fact in its plain form: its canonical text, under ``attribute``."""
-    return FactWording(fact(attribute.slot, obj, negated), attribute, "none")
+    return FactWording(fact(attribute, obj, negated), attribute, "none")
 
 
 def _fail(violated: InvariantViolated) -> NoReturn:

@@ -40,6 +40,7 @@ from invariants.errors import InvalidArgument
 from invariants.factory import ResolvedBackend, resolve_backend
 from invariants.levels import CLAIMABLE_LEVELS
 from invariants.verdict import Violation
+from invariants.wording.values import DEFAULT_VALUE_BYTES, check_max_value_bytes
 
 from ._stateful_machine import (
     BackendMachine,
@@ -130,8 +131,10 @@ def make_config(
     pool: HandlePool | None = None,
     tally: RunTally | None = None,
     echo: bool = False,
+    max_value_bytes: int = DEFAULT_VALUE_BYTES,
 ) -> MachineConfig:
     """A validated machine config: each bad argument is named, with the fix."""
+    check_max_value_bytes(max_value_bytes, "max_value_bytes")
     if level not in CLAIMABLE_LEVELS:
         raise InvalidArgument(
             f"level={level!r} is not a normalization level; use one of "
@@ -146,7 +149,7 @@ def make_config(
     chosen = CLAIMABLE_LEVELS[CLAIMABLE_LEVELS.index(level)]
     return MachineConfig(
         factory, chosen, judged, restore, concurrency, pool, tally if tally else RunTally(),
-        echo,
+        echo, max_value_bytes,
     )
 
 
@@ -158,6 +161,7 @@ def render_program(
     level: str,
     checkers: Sequence[str],
     folder: str | None = None,
+    max_value_bytes: int = DEFAULT_VALUE_BYTES,
 ) -> str:
     """The steps Hypothesis printed, with the lines that build the machine in front.
 
@@ -190,6 +194,8 @@ def render_program(
         f"    {target},",
         f"    level={level!r},",
         f"    checkers={judged!r},",
+        *([f"    max_value_bytes={max_value_bytes!r},"]
+          if max_value_bytes != DEFAULT_VALUE_BYTES else []),
         "    echo=True,",
         ")",
         *_numbered(steps),
@@ -295,6 +301,7 @@ def run_machine(
     seed: int | None = None,
     within: float | None = None,
     grace: float = 0.0,
+    max_value_bytes: int = DEFAULT_VALUE_BYTES,
 ) -> MachineRun:
     """Run Hypothesis over the machine on ``backend`` and collect what it found.
 
@@ -312,7 +319,8 @@ def run_machine(
     sized from how long the programs before them took, one at least while time is
     left), until they have all run, a violation is found, or the time is up; while a
     judged checker has had nothing to check, ``grace`` seconds more may follow, since
-    a search that ends then decides nothing. Shrinking takes what is left, and at
+    a search that ends then decides nothing. ``max_value_bytes`` bounds the values
+    written, for a backend with a documented smaller limit. Shrinking takes what is left, and at
     least a second. Each batch is seeded from ``seed`` (or, without one, from a random
     seed, fixed when the settings derandomize) and its position.
     """
@@ -326,7 +334,8 @@ def run_machine(
     pool = HandlePool(resolved.factory)
     try:
         config = make_config(resolved.factory, level=level, checkers=checkers,
-                             restore=restore, concurrency=concurrency, pool=pool, tally=tally)
+                             restore=restore, concurrency=concurrency, pool=pool, tally=tally,
+                             max_value_bytes=max_value_bytes)
         if within is None:
             failures = _find(config, target, settings, seed)
         else:
@@ -462,7 +471,8 @@ def _collect(
             explanations=tuple(error.explanations[n] for n in mine),
             program=render_program(steps, backend=target.name, spec=target.spec,
                                    level=config.level, checkers=(checker,),
-                                   folder=target.folder),
+                                   folder=target.folder,
+                                   max_value_bytes=config.max_value_bytes),
             steps=sum(1 for line in steps if _STEP.match(line)),
             concurrent=error.concurrent,
             flaky=flaky,

@@ -69,6 +69,7 @@ from invariants.checkers import CHECKER_NAMES
 from invariants.errors import InvalidArgument
 from invariants.factory import ResolvedBackend, resolve_backend
 from invariants.verdict import Validity
+from invariants.wording.values import DEFAULT_VALUE_BYTES
 
 from ._stateful_machine import (
     VIOLATED,
@@ -126,6 +127,7 @@ def machine_for(
     level: str = "lexical",
     checkers: tuple[str, ...] = CHECKER_NAMES,
     echo: bool = False,
+    max_value_bytes: int = DEFAULT_VALUE_BYTES,
 ) -> Callable[[], BackendMachine]:
     """A zero-argument maker of machines over ``backend``, as printed programs use it.
 
@@ -133,12 +135,14 @@ def machine_for(
     :func:`~invariants.factory.resolve_backend` resolved; ``level`` the
     normalization level it claims; ``checkers`` those whose violations fail a step;
     ``echo`` prints each step as it runs, the operations sent and their answers, and
-    the explanation of a violation before it is raised (printed programs turn it on).
+    the explanation of a violation before it is raised (printed programs turn it on);
+    ``max_value_bytes`` bounds the values written.
     Each machine opens its own handles and closes them in ``teardown()``.
     """
     factory = resolve_backend(backend).factory
     return functools.partial(
-        BackendMachine, make_config(factory, level=level, checkers=checkers, echo=echo))
+        BackendMachine, make_config(factory, level=level, checkers=checkers, echo=echo,
+                                    max_value_bytes=max_value_bytes))
 
 
 @dataclass(frozen=True)
@@ -222,6 +226,7 @@ def run_stateful_phase(
     seed: int,
     level: str,
     out: Path,
+    max_value_bytes: int = DEFAULT_VALUE_BYTES,
 ) -> StatefulOutcome:
     """Search for violations with the machine until ``budget_s`` runs out, or until
     every checker has found one.
@@ -238,7 +243,8 @@ def run_stateful_phase(
     failure's ``notes`` say so (they are not printed while the phase runs). A
     machine or backend error that is not a violation ends the phase: the checkers not
     yet decided are reported undecided with the error, never as passed, and nothing
-    found before is lost.
+    found before is lost. ``max_value_bytes`` bounds the values written, as
+    ``--max-value-bytes`` bounds the scenarios'.
     """
     if not budget_s > 0:
         raise InvalidArgument(f"budget_s={budget_s!r} must be a positive number of seconds")
@@ -262,7 +268,7 @@ def run_stateful_phase(
             with shrinking_within(max(deadline - started, MIN_SHRINK_S), shrunk):
                 run = run_machine(
                     backend, level=level, checkers=judged, restore=can_restore,
-                    seed=seed * 7919 + batch,
+                    seed=seed * 7919 + batch, max_value_bytes=max_value_bytes,
                     settings=Settings(scoped(base, scope), max_examples=size,
                                       derandomize=False),
                 )

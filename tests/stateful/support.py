@@ -23,17 +23,6 @@ HUNT = settings(PROFILES["memcert-ci"], max_examples=300, stateful_step_count=20
 CONCURRENT_ONLY = frozenset({"chaos.examples:racy_upsert"})
 """Known-bad backends whose bug shows only when operations race."""
 
-CHAOS_ONLY = frozenset({
-    "chaos.examples:truncates_values",
-    "chaos.examples:normalizes_values",
-    "chaos.examples:strips_whitespace",
-    "chaos.examples:ascii_attribute_keys",
-})
-"""Known-bad backends whose bug needs the value and attribute diversity that only the
-scenarios write (long values, every value class, Chinese slot names): the machine words
-its facts from the tables alone. tests/chaos/test_value_diversity.py shows certify
-catching each of them."""
-
 QUICK_PROFILE = """
 from hypothesis import settings
 

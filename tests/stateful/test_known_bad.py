@@ -8,12 +8,11 @@ import pytest
 from chaos.examples import KNOWN_BAD
 from invariants.stateful import VIOLATED, run_machine
 
-from .support import CHAOS_ONLY, CONCURRENT_ONLY, HUNT, untimed
+from .support import CONCURRENT_ONLY, HUNT, untimed
 
 
 @pytest.mark.parametrize(("spec", "checkers"),
-                         sorted((spec, checkers) for spec, checkers in KNOWN_BAD.items()
-                                if spec not in CHAOS_ONLY))
+                         sorted(KNOWN_BAD.items()))
 def test_each_known_bad_backend_fails_its_checkers_with_a_short_program(spec, checkers, capsys):
     for checker in checkers:
         run = run_machine(spec, level="lexical", checkers=(checker,), settings=HUNT)

@@ -55,21 +55,21 @@ attributes_0, attributes_1 = state.init_attributes()  # step 1
 entities_0, entities_1 = state.init_entities()  # step 2
 facts_0, facts_1, facts_2 = state.init_facts(slot='coffee_preference', obj=0)  # step 3
 paraphrases_0, paraphrases_1, paraphrases_2 = facts_0, facts_1, facts_2
-state.write(entity=entities_1, lag=0, wording=paraphrases_2)  # step 4
+state.burst(entity=entities_1, ops=[facts_2, facts_2], threads=1)  # step 4
 state.teardown()
 """
 
 LEAK_VIEW = """\
 W op 0: write tenant_b/alice 'city' = "lives in Beijing [b]" causal_seq 1 op_id op-0
    -> Ack(applied=True, version=1)  t=…
-R op 2: read tenant_a/alice -> 1 record  t=…
-   [0] 'city' = "lives in Beijing [b]" causal_seq 1 version 1"""
+R op 4: read tenant_a/alice -> 1 record  t=…
+   [0] 'city' = "lives in Beijing [b]" causal_seq 2 version 1"""
 
 LEAK = (
     f"isolation: {LEAK_VIEW}\n"
     'memcert\'s reading (ground truth): Let W = op 0, a write of "lives in Beijing [b]" (fact '
     "city:beijing, slot city, causal_seq 1) to alice in namespace tenant_b, acknowledged at "
-    "index 1. Then read op 2 of alice in namespace tenant_a returned W's value, but no write of "
+    "index 1. Then read op 4 of alice in namespace tenant_a returned W's value, but no write of "
     "that value was made in tenant_a, and namespaces never share records, a contradiction."
 )
 """The explanation, its times left out (:func:`untimed`)."""
@@ -79,18 +79,20 @@ step 1  init_attributes: the attribute names 'coffee_preference', 'city'
 step 2  init_entities: tenant_a/alice, tenant_b/alice
 step 3  init_facts: the facts coffee_preference:americano, coffee_preference:not americano,
         city:beijing
-step 4  write to tenant_b/alice (memcert's ground truth: the fact city:beijing, plain)
+step 4  burst: 2 operations on tenant_b/alice, in order
   op 0: write tenant_b/alice 'city' = "lives in Beijing [b]" causal_seq 1 op_id op-0
      -> Ack(applied=True, version=1)
-  op 2: read tenant_a/alice -> 1 record  (the step's read back)
-     [0] 'city' = "lives in Beijing [b]" causal_seq 1 version 1
-  op 4: read tenant_b/alice -> 1 record  (the step's read back)
-     [0] 'city' = "lives in Beijing [b]" causal_seq 1 version 1
+  op 2: write tenant_b/alice 'city' = "lives in Beijing [b]" causal_seq 2 op_id op-1
+     -> Ack(applied=True, version=1, reason='merged')
+  op 4: read tenant_a/alice -> 1 record  (the step's read back)
+     [0] 'city' = "lives in Beijing [b]" causal_seq 2 version 1
+  op 6: read tenant_b/alice -> 1 record  (the step's read back)
+     [0] 'city' = "lives in Beijing [b]" causal_seq 2 version 1
 step 4 shows a violation of isolation:
 {LEAK_VIEW}
 memcert's reading (ground truth): Let W = op 0, a write of "lives in Beijing [b]" (fact
 city:beijing, slot city, causal_seq 1) to alice in namespace tenant_b, acknowledged at index 1. Then
-read op 2 of alice in namespace tenant_a returned W's value, but no write of that value was made in
+read op 4 of alice in namespace tenant_a returned W's value, but no write of that value was made in
 tenant_a, and namespaces never share records, a contradiction.
 """
 """What the program prints as it runs, times left out."""
@@ -117,7 +119,7 @@ def test_a_failure_is_a_program_that_runs_as_printed_from_any_folder(tmp_path):
     assert max(len(line) for line in ran.stdout.splitlines()) <= 100
     last = ran.stderr[ran.stderr.index("invariants.stateful.IsolationViolated: "):].rstrip("\n")
     assert untimed(last) == f"invariants.stateful.IsolationViolated: {LEAK}"
-    assert "    state.write(entity=entities_1, lag=0, wording=paraphrases_2)  # step 4" in (
+    assert "    state.burst(entity=entities_1, ops=[facts_2, facts_2], threads=1)  # step 4" in (
         ran.stderr)
 
 
