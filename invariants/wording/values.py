@@ -120,17 +120,21 @@ _SPACE_GAPS: Final = (*WHITESPACE, *(
 """Runs of whitespace between a ``whitespace`` payload's words: every kind, alone and
 in pairs."""
 _ZERO_WIDTH = "\u200b\u200c\u200d\u2060\ufeff"
-_ODD_SPACE: Final = re.compile(f"[{re.escape(WHITESPACE.replace(' ', ''))}]")
-_CONTROL: Final = re.compile("[\x01-\x08\x0e-\x1b\x7f]")
-_SCRIPTS: Final = tuple((name, re.compile(f"[{chars}]")) for name, chars in (
+_MARKS: Final = MappingProxyType({name: f"[{chars}]" for name, chars in (
+    ("whitespace", re.escape(WHITESPACE.replace(" ", ""))),
+    ("json", "\x01-\x08\x0e-\x1b\x7f"),
     ("emoji", "\U0001f000-\U0001faff\u200d"),
     ("full_width", "\uff01-\uffee"),
     ("rtl", "\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufefe\u200f\u202b\u202e\u2067"),
     ("combining", "\u0300-\u036f\u0483-\u0489\u0591-\u05c7\u0610-\u061a\u064b-\u065f"
                   "\u093a-\u094f\u0e31-\u0e4e\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff"
                   "\u3099\u309a\ufe20-\ufe2f"),
-))
-"""What marks each script class, as regexes, so a 16 KiB value is classed in one scan."""
+)})
+"""The characters that mark a class wherever they occur, as regex character sets: a
+whitespace other than the plain space, a control character JSON must escape, and each
+script class's characters. :func:`text_classes` finds them all in one scan."""
+_MARK_PATTERNS: Final = MappingProxyType(
+    {name: re.compile(chars) for name, chars in _MARKS.items()})
 _SQL = ("'", '"', ";--", "`", "%")
 _JSON = ('\\"', "\\n", "\\u", "\\/", '{"')
 
@@ -203,20 +207,41 @@ def text_classes(value: str) -> frozenset[str]:
     found: set[str] = set()
     if len(value) > LONG_VALUE_CHARS:
         found.add("long")
-    if value[:1].isspace() or value[-1:].isspace() or _ODD_SPACE.search(value):
+    if value[:1].isspace() or value[-1:].isspace():
         found.add("whitespace")
     if "\\" in value:
         found.add("backslash")
     if any(mark in value for mark in _SQL):
         found.add("sql")
-    if any(mark in value for mark in _JSON) or _CONTROL.search(value):
+    if any(mark in value for mark in _JSON):
         found.add("json")
-    if value.isascii():
-        return frozenset(found)
-    if unicodedata.normalize("NFC", value) != value:
+    if not value.isascii() and not unicodedata.is_normalized("NFC", value):
         found.add("normalization")
-    found.update(name for name, pattern in _SCRIPTS if pattern.search(value))
+    unseen = frozenset(_MARKS) - found
+    if value.isascii():
+        unseen -= _NON_ASCII_MARKS
+    at = 0
+    while unseen and (hit := _any_of(unseen).search(value, at)) is not None:
+        char = hit.group()
+        marked = {name for name in unseen if _MARK_PATTERNS[name].match(char)}
+        found |= marked
+        unseen -= marked
+        at = hit.start()
     return frozenset(found)
+
+
+_NON_ASCII_MARKS: Final = frozenset(
+    name for name, pattern in _MARK_PATTERNS.items()
+    if not any(pattern.match(chr(code)) for code in range(128)))
+"""The marks no ASCII character carries: an ASCII value is not scanned for them."""
+
+
+@functools.cache
+def _any_of(names: frozenset[str]) -> re.Pattern[str]:
+    """One pattern for the marks of ``names``: a scan finds the first character of any
+    of them, and the next scan, from there, looks only for those still unseen, so a
+    value is read about once however many classes it shows."""
+    return re.compile("|".join(_MARKS[name] for name in sorted(names)))
 
 
 def _spread(rng: random.Random, length: int, first: str, words: Sequence[str],
