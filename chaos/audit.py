@@ -43,7 +43,7 @@ from invariants.capabilities import enumeration_supported
 from invariants.checkers import CheckerSuite, check_history
 from invariants.history import Entry, Read, WriteMeta, describe_error
 from invariants.levels import ClaimableLevel, Paraphrase
-from invariants.normalize import Normalizer
+from invariants.normalize import Embedder, Normalizer
 from invariants.verdict import (
     ConflictExplanation,
     DuplicateExplanation,
@@ -54,6 +54,7 @@ from invariants.verdict import (
     render_explanation,
 )
 
+from .audit_facts import BatchedEmbedder, fact_keys
 from .audit_input import AuditRecord, EntityMark, FieldDefect, Item, Tombstone, enumerated
 from .explain import WIDTH
 from .metrics import Exporter, MetricsOptions
@@ -91,9 +92,13 @@ class Unauditable(Exception):
 class AuditOptions:
     """What to audit and how: the normalization level keys canonical forms, and
     ``namespaces`` limits a file to those namespaces (and names the ones a live
-    backend is enumerated in)."""
+    backend is enumerated in). The semantic level needs ``embedder`` (and takes
+    ``threshold``): two values are one fact when the normalizer's ``same_fact`` says so
+    (:mod:`chaos.audit_facts`)."""
 
     level: ClaimableLevel = "lexical"
+    embedder: Embedder | None = None
+    threshold: float = 0.9
     namespaces: tuple[str, ...] = ()
     out: Path = Path("memcert-audit")
     command: str = "memcert audit"
@@ -279,7 +284,9 @@ class _Auditor:
         self.source = source
         self.options = options
         self.judged = tuple(judged)
-        self.normalizer = Normalizer(options.level)
+        self.embedder = None if options.embedder is None else BatchedEmbedder(options.embedder)
+        self.normalizer = Normalizer(options.level, embedder=self.embedder,
+                                     threshold=options.threshold)
         self.surface = Normalizer("surface")
         self.suite = CheckerSuite(names=self.judged, level=options.level)
         self.index = 0
@@ -352,8 +359,10 @@ class _Auditor:
         entries: list[Entry] = []
         reads: dict[int, _Served] = {}
         first_copy: dict[tuple[str, str], str] = {}
-        keys = {id(r): (self.normalizer.attribute_key(r.attribute),
-                        self.normalizer.value_key(r.value)) for r in records}
+        applied = sorted(records, key=lambda r: r.order)
+        keys = {id(r): key for r, key in zip(applied, fact_keys(
+            self.normalizer, self.embedder, [(r.attribute, r.value) for r in applied]),
+            strict=True)}
         top = max((r.causal_seq for r in records), default=0)
         deleted = any(m.deleted for m in marks)
         open_tomb = any(t.restore_seq is None for t in tombs)

@@ -14,7 +14,7 @@ import traceback
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from invariants.errors import MemcertError
 from scenarios.service_plan import DEFAULT_START_TIMEOUT_S, Service
@@ -320,7 +320,8 @@ def _audit(args: argparse.Namespace) -> int:
     command = " ".join(["memcert audit", shlex.quote(source), *(
         f"--namespace {shlex.quote(n)}" for n in namespaces), f"--level {args.level}"])
     options = AuditOptions(level=args.level, namespaces=namespaces, out=Path(args.out),
-                           command=command, metrics=_metrics_options(args))
+                           command=command, metrics=_metrics_options(args),
+                           **_audit_embedder(args.level))
     try:
         if as_file:
             _check_readable(path)
@@ -339,6 +340,20 @@ def _audit(args: argparse.Namespace) -> int:
     print(render_audit(result, verbose=args.verbose))
     print(_saved("output", options.out))
     return result.exit_code
+
+
+def _audit_embedder(level: str) -> dict[str, Any]:
+    """The model and threshold ``--level semantic`` audits with, or a usage error naming
+    the flag when the semantic extra is not installed."""
+    if level != "semantic":
+        return {}
+    from reference_store.normalize import minilm
+
+    try:
+        return {"embedder": minilm.load(), "threshold": minilm.DEFAULT_THRESHOLD}
+    except ImportError as error:
+        raise UsageError(f"memcert audit: --level semantic needs a model: {error}\n"
+                         + help_hint("memcert audit")) from None
 
 
 def _check_readable(path: Path) -> None:

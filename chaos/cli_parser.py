@@ -290,8 +290,9 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-AUDIT_LEVELS = ("surface", "lexical")
-"""The levels ``memcert audit`` keys canonical forms at; semantic would need a model."""
+AUDIT_LEVELS = ("surface", "lexical", "semantic")
+"""The levels ``memcert audit`` keys canonical forms at; semantic loads the MiniLM model
+of the ``semantic`` extra."""
 
 
 def _add_audit(commands: argparse._SubParsersAction[_Parser]) -> None:
@@ -310,6 +311,7 @@ def _add_audit(commands: argparse._SubParsersAction[_Parser]) -> None:
         epilog="Examples:\n"
                "  memcert audit export.jsonl                       # a file, every namespace\n"
                "  memcert audit dump.jsonl --namespace tenant-a --level surface\n"
+               "  memcert audit export.jsonl --level semantic         # needs [semantic]\n"
                "  memcert audit invariants.adapters.langgraph:sqlite_factory --namespace ns\n"
                "  memcert audit mem.jsonl --pushgateway http://pg:9091   # nightly, from cron\n\n"
                "Exit codes: 0 nothing found, 1 a violation or field defect, 2 usage error,\n"
@@ -328,8 +330,10 @@ def _add_audit(commands: argparse._SubParsersAction[_Parser]) -> None:
     what.add_argument("--level", choices=AUDIT_LEVELS,
                       default=_env("MEMCERT_AUDIT_LEVEL", "lexical"),
                       help="how far memcert's normalizer folds attributes and values into "
-                           "canonical forms: surface (case, width, separators) or lexical "
-                           "(also synonyms) [env MEMCERT_AUDIT_LEVEL, default lexical]")
+                           "canonical forms: surface (case, width, separators), lexical "
+                           "(also synonyms) or semantic (also values the MiniLM model of "
+                           "the semantic extra reads as one fact) [env MEMCERT_AUDIT_LEVEL, "
+                           "default lexical]")
     output = audit.add_argument_group("output")
     output.add_argument("--out", default=_env("MEMCERT_AUDIT_OUT", "memcert-audit"),
                         metavar="DIR",

@@ -77,8 +77,8 @@ def test_every_namespace_of_a_file_by_default_and_defects_named_by_field(tmp_pat
     (["audit", "chaos.examples.naive_dict:naive_dict"],
      "memcert audit: a factory is audited one namespace at a time; give --namespace N "
      "(repeat for more)"),
-    (["audit", "{file}", "--level", "semantic"],
-     "memcert audit: argument --level: invalid choice: 'semantic'"),
+    (["audit", "{file}", "--level", "meaning"],
+     "memcert audit: argument --level: invalid choice: 'meaning'"),
     (["audit", "{file}", "--namespaces", "ns"],
      "memcert audit: unrecognized arguments: --namespaces ns. Did you mean --namespace?"),
     (["audit"], "memcert audit: the following arguments are required: "
