@@ -6,6 +6,12 @@ level the plan allows, in Chinese and English, under attribute-name variants too
 reads the entity. Across rounds a key's facts are must-not-merge pairs: "likes X",
 then "does not like X", then "likes Y". A backend must keep one record per fact, and
 must let each round's fact replace the last.
+
+Rounds run as a wavefront over the keys: the first key's second round comes right after
+its first, while the second key has its first, and so on, each worker taking the keys of
+one wave in its own order. A key then holds two facts, and its attribute variants two
+spellings of them, within the first waves of the plan, not only once every key has had
+a round: a run cut short by its budget still decides uniqueness.
 """
 
 from __future__ import annotations
@@ -31,21 +37,24 @@ def flood(
     burst: int,
     max_pause_s: float,
 ) -> list[list[Step]]:
-    """Per worker, ``rounds`` rounds of a ``burst`` of variants of each key's fact."""
+    """Per worker, ``rounds`` rounds of a ``burst`` of variants of each key's fact, in
+    waves: wave ``w`` holds round ``w - k`` of key ``k``."""
     shared = ctx.rng(f"{stream}/facts")
     topics = [ctx.facts.topic(namespace, entity, slot) for entity in entities for slot in slots]
+    facts = [[topic.next(shared) for topic in topics] for _ in range(rounds)]
     rngs = [ctx.rng(f"{stream}/{worker}") for worker in range(ctx.workers)]
     plans: list[list[Step]] = [[] for _ in range(ctx.workers)]
     # Every level, the plain form included, comes round in each fact's bursts once the
     # workers' bursts together are long enough.
     cycle: tuple[Paraphrase, ...] = ("none", *ctx.levels)
-    for number in range(rounds):
-        facts = [topic.next(shared) for topic in topics]
+    for wave in range(rounds + len(topics) - 1):
+        keys = [k for k in range(len(topics)) if 0 <= wave - k < rounds]
         for worker, rng in enumerate(rngs):
-            order = list(range(len(facts)))
+            order = list(keys)
             rng.shuffle(order)
-            for index in order:
-                fact = facts[index]
+            for key in order:
+                number = wave - key
+                fact = facts[number][key]
                 for shot in range(burst):
                     level = cycle[(worker * burst + shot + number) % len(cycle)]
                     plans[worker].append(fact.variant(rng, level, pause_s=pause(rng, max_pause_s)))

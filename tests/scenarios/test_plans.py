@@ -203,6 +203,24 @@ def test_a_key_holds_must_not_merge_pairs_in_turn():
     assert negated > 0
 
 
+def test_paraphrase_flood_gives_a_key_two_facts_under_two_spellings_early_in_every_plan():
+    """The rounds run as a wavefront, so a run its budget cuts short still has a key
+    with two facts written under two attribute spellings (what uniqueness's
+    attribute_variant_facts condition waits for)."""
+    p = plan("paraphrase_flood", level="lexical", workers=8, seed=3)
+    for steps in p.workers:
+        seen: dict[tuple[str, str], tuple[set[str], set[str]]] = defaultdict(
+            lambda: (set(), set()))
+        for position, step in enumerate(steps):
+            if step.kind == "write":
+                facts, spellings = seen[step.entity_id, step.meta["slot"]]
+                facts.add(step.meta["fact"])
+                spellings.add(step.attribute)
+                if len(facts) >= 2 and len(spellings) >= 2:
+                    break
+        assert position < len(steps) // 10, (position, len(steps))
+
+
 def _simulated_seqs(p, rng_seed: int) -> list[tuple[tuple[str, str, str], int]]:
     """Run a plan's clock as the runner does, under one random interleaving of workers:
     every write, delete and restore ticks the shared clock, plus its seq_offset, at 0 or
