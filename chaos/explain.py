@@ -11,10 +11,9 @@ Everything here fits in :data:`WIDTH` columns: a CI log is read in a narrow pane
 
 from __future__ import annotations
 
-import json
-import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 
+from invariants import display
 from invariants.causes import CAUSES, FIXES
 from invariants.verdict import (
     CheckResult,
@@ -132,7 +131,7 @@ def example_lines(
                 if _ops(v) not in seen:
                     seen.add(_ops(v))
                     shown.append(v)
-        lines.extend(wrap(f"{cause}: {n:,} violation(s); e.g. {best.detail}", "  ", "      "))
+        lines.extend(wrap(f"{cause}, e.g. {best.detail}", "  ", "      "))
         for i, v in enumerate(shown):
             if i:
                 lines.append(f"    also ({v.detail}):")
@@ -159,11 +158,9 @@ def fix_lines(causes: Iterable[str]) -> list[str]:
 
 
 def wrap(text: str, first: str = "", rest: str = "", width: int = WIDTH) -> list[str]:
-    """``text`` in lines of at most ``width`` columns, long words broken too."""
-    return textwrap.wrap(
-        text, width=width, initial_indent=first, subsequent_indent=rest,
-        break_on_hyphens=False,
-    ) or [first.rstrip()]
+    """``text`` in lines of at most ``width`` terminal columns, long words broken too:
+    a wide character counts two (:func:`invariants.display.wrap`)."""
+    return display.wrap(text, width, first, rest)
 
 
 def _ops(v: Violation) -> tuple[int, ...]:
@@ -226,7 +223,8 @@ def _compact(v: Violation) -> list[str]:
         else:
             whole.append(f"      [{r.position}] {_name(r.attribute)} = {_clip(r.value)} "
                          f"seq {r.causal_seq}")
-    head = f"R op {read.op}: read {read.namespace}/{read.entity_id} -> {n} record(s)"
+    head = (f"R op {read.op}: read {read.namespace}/{read.entity_id} -> {n} "
+            f"record{'' if n == 1 else 's'}")
     if own:
         head += "; " + ", ".join(own)
     elif not shown and n:
@@ -243,26 +241,24 @@ SHOWN_OPS = 4
 """Operations one compact example shows; a store that appends every write can make a
 conflict cite dozens."""
 
-CLIP = 48
-"""Characters of a value shown in the compact view."""
+CLIP = 32
+"""Terminal columns of a value shown in the compact view: enough for a fact's words, and
+for a cut value's head and tail, to keep an operation on one line."""
 
 
 def _name(attribute: str) -> str:
-    """An attribute name quoted, its middle elided past :data:`NAME_WIDTH` characters: a
-    256-character name would fill the screen and says nothing more than its ends."""
-    if len(attribute) <= NAME_WIDTH:
-        return repr(attribute)
-    half = NAME_WIDTH // 2
-    return f"{attribute[:half]!r}...{attribute[-8:]!r} ({len(attribute)} characters)"
+    """An attribute name quoted, escaped, its middle elided past :data:`NAME_WIDTH`
+    columns: a 256-character name would fill the screen and says nothing more than its
+    ends."""
+    return display.quote(attribute, NAME_WIDTH, "'")
 
 
 NAME_WIDTH = 40
-"""How much of an attribute name the explanations show."""
+"""How many terminal columns of an attribute name the explanations show."""
 
 
 def _clip(value: str) -> str:
-    quoted = json.dumps(value[:CLIP], ensure_ascii=False)
-    return quoted if len(value) <= CLIP else f"{quoted}...({len(value)} chars)"
+    return display.quote(value, CLIP)
 
 
 def _answer(ref: WriteRef | EntityOpRef, *, timed: bool) -> str:
@@ -274,7 +270,7 @@ def _answer(ref: WriteRef | EntityOpRef, *, timed: bool) -> str:
     if a.error is not None:
         return f"raised {a.error.split(':', 1)[0]}{when}"
     said = "applied" if a.applied else "refused"
-    reason = "" if a.reason is None else f" {a.reason!r}"
+    reason = "" if a.reason is None else f" {_name(a.reason)}"
     return f"{said}{reason}{when}"
 
 
@@ -299,10 +295,10 @@ def gist(v: Violation) -> str:
     e = v.explanation
     if isinstance(e, ConflictExplanation):
         facts = ", ".join(w.fact for w in e.writes)
-        return f"these are {len(e.writes)} facts ({facts}) of slot {e.slot}, which holds one"
+        return f"{len(e.writes)} facts ({facts}) of slot {e.slot}, which holds one"
     if isinstance(e, DuplicateExplanation):
         how = "the same wording" if e.level == "none" else f"{e.level} paraphrases"
-        return f"these are {how} of fact {e.fact}, to be stored once"
+        return f"{how} of fact {e.fact}, to be stored once"
     if isinstance(e, MisorderExplanation):
         return "a read lists records in ascending causal_seq"
     if isinstance(e, StaleExplanation):

@@ -396,11 +396,12 @@ def render_table(report: Report, *, verbose: bool = False) -> str:
     """What a person reads at the end of ``memcert certify``: the verdict table with
     each failed invariant's violations per cause, one example per cause, the fixes,
     and how to reproduce; ``verbose`` adds every kept example."""
-    rows = [("invariant", "verdict", "violations", "checked", "rate")]
+    rows = [("invariant", "verdict", "violations", "failed", "checked", "rate")]
     for name, v in report.invariants.items():
         rows.append((name, v.verdict.upper() if v.verdict == "fail" else v.verdict,
-                     f"{v.violations:,}", f"{v.checked:,}", format_rate(v.rate)))
-    widths = [max(len(row[i]) for row in rows) for i in range(5)]
+                     f"{v.violations:,}", f"{v.rate_numerator:,}", f"{v.checked:,}",
+                     format_rate(v.rate)))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip()
              for row in rows]
     for i, v in enumerate(report.invariants.values(), start=1):
@@ -409,7 +410,7 @@ def render_table(report: Report, *, verbose: bool = False) -> str:
             lines[i] += f"  ({cause_summary(v.causes, room)})"
     lines.insert(1, "  ".join("-" * w for w in widths))
     out = [f"{_command_name(report)} {report.backend}  (seed {report.seed}, level "
-           f"{report.level})", "", *lines, *_rate_lines(report), ""]
+           f"{report.level})", "", *lines, *_rate_lines(report, verbose=verbose), ""]
     starved = [s for s in report.scenarios
                if s.steps_planned and not s.steps_done and not s.stopped and not s.not_run]
     for scenario in starved:
@@ -446,7 +447,7 @@ def render_table(report: Report, *, verbose: bool = False) -> str:
             out.extend(example_lines(v.causes, results, verbose=verbose))
             out.append("")
     if fixes:
-        out.append(f"how to fix, per cause (the long form: {FIX_PAGE}#<cause>):")
+        out.append(f"how to fix (long form: {FIX_PAGE}#<cause>):")
         out.extend(fix_lines(fixes))
         out.append("")
     if programs:
@@ -461,9 +462,13 @@ def render_table(report: Report, *, verbose: bool = False) -> str:
     for s in report.scenarios:
         if s.not_run:
             skipped.setdefault(s.not_run, []).append(s.name)
-    for reason, names in skipped.items():
-        out.extend(wrap(f"{'scenarios' if len(names) > 1 else 'scenario'} "
-                        f"{', '.join(names)} not run: {reason}", "", "    "))
+    if skipped and report.verdict == "failed" and not verbose:
+        out.extend(wrap("not run (-v says why): "
+                        + ", ".join(n for names in skipped.values() for n in names), "", "    "))
+    else:
+        for reason, names in skipped.items():
+            out.extend(wrap(f"{'scenarios' if len(names) > 1 else 'scenario'} "
+                            f"{', '.join(names)} not run: {reason}", "", "    "))
     if skipped:
         out.append("")
     more = sum(more_examples(report.checks[c] for c in INVARIANTS[n] if c in report.checks)
@@ -537,15 +542,20 @@ def format_rate(rate: float) -> str:
     return f"{rate:.4f}"
 
 
-def _rate_lines(report: Report) -> list[str]:
-    """Under the table, what each nonzero rate divides: its failed checks, named, over
-    its checks (the "checked" column), named in the invariant's own unit."""
+def _rate_lines(report: Report, *, verbose: bool = False) -> list[str]:
+    """Under the table, what each nonzero rate divides: its failed checks (the "failed"
+    column) over its checks (the "checked" column), each named in the invariant's own
+    unit; ``verbose`` gives the counts too, per checker where an invariant combines
+    two."""
     lines = []
     for name, v in report.invariants.items():
         if not v.rate_numerator:
             continue
         results = [report.checks[c] for c in INVARIANTS[name] if c in report.checks]
-        if len(results) == 1:
+        if not verbose:
+            text = (f"{name}: " + " + ".join(r.rate_numerator_name for r in results) + " / "
+                    + " + ".join(r.rate_denominator_name for r in results))
+        elif len(results) == 1:
             [r] = results
             text = (f"{name} = {r.rate_numerator:,} {r.rate_numerator_name} / "
                     f"{r.rate_denominator:,} {r.rate_denominator_name}")
@@ -556,7 +566,7 @@ def _rate_lines(report: Report) -> list[str]:
                     + f") / {v.rate_denominator:,} ("
                     + " + ".join(f"{r.rate_denominator:,} {r.rate_denominator_name}"
                                  for r in results) + ")")
-        if v.violations > v.rate_numerator:
+        if verbose and v.violations > v.rate_numerator:
             text += f" ({v.violations:,} violations: a check can find several)"
         lines.extend(textwrap.wrap(text, width=RATE_WIDTH, initial_indent="  ",
                                    subsequent_indent="      "))
