@@ -90,6 +90,14 @@ _OUTCOME = {Validity.VALID: "pass", Validity.INVALID: "fail", Validity.UNKNOWN: 
 STATEFUL_PREFIX = "The stateful phase shrank this to"
 RATE_WIDTH = 100
 """The widest line of the rates under the table."""
+RATE_HEAD = " = failed / checked"
+"""What the table's rate column header adds, naming the definition every rate shares: the
+checks that found a violation (the "failed" column; one check can find several
+violations) over the checks made (the "checked" column), each invariant counting its own
+kind (reads of a deleted entity, ...). ``-v`` names each nonzero rate's terms under the
+table; a failing run's output stays short without them."""
+RATE_TERMS = "rates, each in its invariant's own unit:"
+"""The heading of the terms ``-v`` lists."""
 
 
 @dataclass(frozen=True)
@@ -408,6 +416,7 @@ def render_table(report: Report, *, verbose: bool = False) -> str:
         if v.violations and any(v.causes.values()):
             room = WIDTH - len(lines[i]) - 4
             lines[i] += f"  ({cause_summary(v.causes, room)})"
+    lines[0] += RATE_HEAD
     lines.insert(1, "  ".join("-" * w for w in widths))
     out = [f"{_command_name(report)} {report.backend}  (seed {report.seed}, level "
            f"{report.level})", "", *lines, *_rate_lines(report, verbose=verbose), ""]
@@ -429,10 +438,15 @@ def render_table(report: Report, *, verbose: bool = False) -> str:
     for name, v in report.invariants.items():
         results = [report.checks[c] for c in INVARIANTS[name] if c in report.checks]
         if v.verdict in ("fail", "unknown"):
-            by = f" (found by {', '.join(v.found_by)})" if v.found_by else ""
-            out.append(f"{name}: {v.verdict}{by}")
+            findings = _findings(name, v, results, verbose=verbose)
+            # A failure the chaos phase alone found needs no line of its own: the table
+            # gave its verdict, and each cause's line below names the invariant.
+            plain = v.verdict == "fail" and v.found_by in ((), ("chaos",))
+            if not plain or not findings or not findings[0].startswith(f"{name}: "):
+                by = f" (found by {', '.join(v.found_by)})" if v.found_by else ""
+                out.append(f"{name}: {v.verdict}{by}")
             programs.extend(_in_out(p) for p in v.programs)
-            out.extend(_findings(v, results, verbose=verbose))
+            out.extend(findings)
             fixes.extend(c for c, n in sorted(v.causes.items(), key=lambda cn: -cn[1]) if n)
             out.append("")
         elif v.verdict == "skipped":
@@ -444,10 +458,10 @@ def render_table(report: Report, *, verbose: bool = False) -> str:
                 out.append(f"{name}: skipped{found}")
                 for note in v.notes:
                     out.extend(wrap(note, "  because ", "    "))
-            out.extend(example_lines(v.causes, results, verbose=verbose))
+            out.extend(example_lines(name, v.causes, results, verbose=verbose))
             out.append("")
     if fixes:
-        out.append(f"how to fix (long form: {FIX_PAGE}#<cause>):")
+        out.append(f"how to fix ({FIX_PAGE}#<cause> at length):")
         out.extend(fix_lines(fixes))
         out.append("")
     if programs:
@@ -462,19 +476,25 @@ def render_table(report: Report, *, verbose: bool = False) -> str:
     for s in report.scenarios:
         if s.not_run:
             skipped.setdefault(s.not_run, []).append(s.name)
-    if skipped and report.verdict == "failed" and not verbose:
-        out.extend(wrap("not run (-v says why): "
-                        + ", ".join(n for names in skipped.values() for n in names), "", "    "))
-    else:
-        for reason, names in skipped.items():
-            out.extend(wrap(f"{'scenarios' if len(names) > 1 else 'scenario'} "
-                            f"{', '.join(names)} not run: {reason}", "", "    "))
-    if skipped:
+    # A failure does not rest on the scenarios that could not run: its output names
+    # them, and -v says why; any other verdict says why at once.
+    brief = report.verdict == "failed" and not verbose
+    for reason, names in skipped.items() if not brief else ():
+        out.extend(wrap(f"{'scenarios' if len(names) > 1 else 'scenario'} "
+                        f"{', '.join(names)} not run: {reason}", "", "    "))
+    if skipped and not brief:
         out.append("")
     more = sum(more_examples(report.checks[c] for c in INVARIANTS[n] if c in report.checks)
                for n, v in report.invariants.items() if v.verdict == "fail")
-    if more and not verbose:
-        out.append(f"-v shows {more:,} more example(s)")
+    unrun = sum(map(len, skipped.values())) if brief else 0
+    hidden = [f"{more:,} more example(s)"] if more and not verbose else []
+    if not verbose and any(v.rate_numerator for v in report.invariants.values()):
+        hidden.append("each rate's terms")
+    if unrun:
+        hidden.append(f"why {unrun} scenario{'s' if unrun > 1 else ''} did not run")
+    if hidden:
+        out.append("-v shows " + (", ".join(hidden[:-1]) + " and " if hidden[1:] else "")
+                   + hidden[-1])
     out.append(f"verdict: {report.verdict.upper()}{report.skipped_on_request}")
     if report.verdict != "certified":
         out.extend(_command_lines(f"reproduce: {report.command}"))
@@ -489,13 +509,13 @@ def _command_lines(text: str) -> list[str]:
     return [line + " \\" for line in lines[:-1]] + lines[-1:]
 
 
-def _findings(v: InvariantVerdict, results: Sequence[CheckResult], *,
+def _findings(name: str, v: InvariantVerdict, results: Sequence[CheckResult], *,
               verbose: bool) -> list[str]:
     """A failed or unknown invariant's evidence: its examples per cause, the stateful
     phase's explanation when the chaos history found nothing (or with ``verbose``),
     then the notes, which qualify a pass or an unknown and, for a failure, only
     ``verbose`` shows."""
-    lines = example_lines(v.causes, results, verbose=verbose)
+    lines = example_lines(name, v.causes, results, verbose=verbose)
     stateful = [text for text in v.examples if text.startswith(STATEFUL_PREFIX)]
     if not verbose:
         stateful = stateful[:1]
@@ -543,19 +563,15 @@ def format_rate(rate: float) -> str:
 
 
 def _rate_lines(report: Report, *, verbose: bool = False) -> list[str]:
-    """Under the table, what each nonzero rate divides: its failed checks (the "failed"
-    column) over its checks (the "checked" column), each named in the invariant's own
-    unit; ``verbose`` gives the counts too, per checker where an invariant combines
-    two."""
+    """With ``verbose``, under the table, each nonzero rate's failed checks over its
+    checks, counted and named in the invariant's own unit, per checker where an
+    invariant combines two; nothing without."""
     lines = []
     for name, v in report.invariants.items():
-        if not v.rate_numerator:
+        if not verbose or not v.rate_numerator:
             continue
         results = [report.checks[c] for c in INVARIANTS[name] if c in report.checks]
-        if not verbose:
-            text = (f"{name}: " + " + ".join(r.rate_numerator_name for r in results) + " / "
-                    + " + ".join(r.rate_denominator_name for r in results))
-        elif len(results) == 1:
+        if len(results) == 1:
             [r] = results
             text = (f"{name} = {r.rate_numerator:,} {r.rate_numerator_name} / "
                     f"{r.rate_denominator:,} {r.rate_denominator_name}")
@@ -566,8 +582,8 @@ def _rate_lines(report: Report, *, verbose: bool = False) -> list[str]:
                     + f") / {v.rate_denominator:,} ("
                     + " + ".join(f"{r.rate_denominator:,} {r.rate_denominator_name}"
                                  for r in results) + ")")
-        if verbose and v.violations > v.rate_numerator:
+        if v.violations > v.rate_numerator:
             text += f" ({v.violations:,} violations: a check can find several)"
         lines.extend(textwrap.wrap(text, width=RATE_WIDTH, initial_indent="  ",
                                    subsequent_indent="      "))
-    return ["", "rates (failed checks / checked):", *lines] if lines else []
+    return ["", RATE_TERMS, *lines] if lines else []

@@ -64,28 +64,34 @@ def columns(text: str) -> int:
     return sum(_width(ch) for ch in text)
 
 
+def _cost(token: str) -> int:
+    """What one shown character spends of a :func:`clip` limit: its columns, but at least
+    one, so that a run of combining marks (no width, two bytes each) stays short too."""
+    return max(columns(token), 1)
+
+
 def clip(text: str, limit: int, mark: str = "") -> str:
-    """``text`` escaped (:func:`escape`), and when that takes more than ``limit`` columns,
-    cut to its head and tail around :data:`ELLIPSIS` in at most ``limit`` columns; a cut
-    never splits an escape, and the tail never starts with a combining mark, which would
-    attach itself to the ellipsis."""
+    """``text`` escaped (:func:`escape`), and when that is longer than ``limit`` (in
+    columns, each character counting at least one), cut to its head and tail around
+    :data:`ELLIPSIS` within ``limit``; a cut never splits an escape, and the tail never
+    starts with a combining mark, which would attach itself to the ellipsis."""
     shown = [_char(ch, mark) for ch in text]
-    if columns("".join(shown)) <= limit:
+    if sum(map(_cost, shown)) <= limit:
         return "".join(shown)
     room = max(limit - columns(ELLIPSIS), 2)
     head: list[str] = []
     used = 0
     for token in shown:
-        if used + columns(token) > (room + 1) // 2:
+        if used + _cost(token) > (room + 1) // 2:
             break
         head.append(token)
-        used += columns(token)
+        used += _cost(token)
     tail: list[str] = []
     for token in reversed(shown[len(head):]):
-        if used + columns(token) > room:
+        if used + _cost(token) > room:
             break
         tail.append(token)
-        used += columns(token)
+        used += _cost(token)
     tail.reverse()
     while tail and columns(tail[0]) == 0:
         tail.pop(0)
@@ -96,10 +102,10 @@ def quote(text: str, limit: int | None = None, mark: str = '"') -> str:
     """``text`` between ``mark`` quotes, escaped, and cut to ``limit`` columns between the
     quotes (:func:`clip`) with its length stated after them, as ``"head…tail" (545
     chars)``; ``limit`` None never cuts."""
-    whole = escape(text, mark)
-    if limit is None or columns(whole) <= limit:
-        return f"{mark}{whole}{mark}"
-    return f"{mark}{clip(text, limit, mark)}{mark} ({len(text):,} chars)"
+    shown = escape(text, mark) if limit is None else clip(text, limit, mark)
+    if limit is None or shown == escape(text, mark):
+        return f"{mark}{shown}{mark}"
+    return f"{mark}{shown}{mark} ({len(text):,} chars)"
 
 
 _CHUNK = re.compile(r" +|[^ ]+")
