@@ -403,7 +403,8 @@ def _command_name(report: Report) -> str:
 def render_table(report: Report, *, verbose: bool = False) -> str:
     """What a person reads at the end of ``memcert certify``: the verdict table with
     each failed invariant's violations per cause, one example per cause, the fixes,
-    and how to reproduce; ``verbose`` adds every kept example."""
+    and how to reproduce, within :data:`WIDTH` terminal columns; ``verbose`` adds every
+    kept example, each rate's terms and, for a failure, why a scenario did not run."""
     rows = [("invariant", "verdict", "violations", "failed", "checked", "rate")]
     for name, v in report.invariants.items():
         rows.append((name, v.verdict.upper() if v.verdict == "fail" else v.verdict,
@@ -476,7 +477,7 @@ def render_table(report: Report, *, verbose: bool = False) -> str:
     for s in report.scenarios:
         if s.not_run:
             skipped.setdefault(s.not_run, []).append(s.name)
-    # A failure does not rest on the scenarios that could not run: its output names
+    # A failure does not rest on the scenarios that could not run: its output counts
     # them, and -v says why; any other verdict says why at once.
     brief = report.verdict == "failed" and not verbose
     for reason, names in skipped.items() if not brief else ():
@@ -566,9 +567,11 @@ def _rate_lines(report: Report, *, verbose: bool = False) -> list[str]:
     """With ``verbose``, under the table, each nonzero rate's failed checks over its
     checks, counted and named in the invariant's own unit, per checker where an
     invariant combines two; nothing without."""
+    if not verbose:
+        return []
     lines = []
     for name, v in report.invariants.items():
-        if not verbose or not v.rate_numerator:
+        if not v.rate_numerator:
             continue
         results = [report.checks[c] for c in INVARIANTS[name] if c in report.checks]
         if len(results) == 1:
