@@ -98,6 +98,8 @@ kind (reads of a deleted entity, ...). ``-v`` names each nonzero rate's terms un
 table; a failing run's output stays short without them."""
 RATE_TERMS = "rates, each in its invariant's own unit:"
 """The heading of the terms ``-v`` lists."""
+SHRINK_AGAIN = "shrinking this failure stopped early too"
+"""A shrinking note already shown in full under an earlier invariant, the second time."""
 
 
 @dataclass(frozen=True)
@@ -436,10 +438,11 @@ def render_table(report: Report, *, verbose: bool = False) -> str:
         out.append("")
     fixes: list[str] = []
     programs: list[str] = []
+    noted: dict[str, str] = {}
     for name, v in report.invariants.items():
         results = [report.checks[c] for c in INVARIANTS[name] if c in report.checks]
         if v.verdict in ("fail", "unknown"):
-            findings = _findings(name, v, results, verbose=verbose)
+            findings = _findings(name, v, results, verbose=verbose, noted=noted)
             # A failure the chaos phase alone found needs no line of its own: the table
             # gave its verdict, and each cause's line below names the invariant.
             plain = v.verdict == "fail" and v.found_by in ((), ("chaos",))
@@ -511,11 +514,13 @@ def _command_lines(text: str) -> list[str]:
 
 
 def _findings(name: str, v: InvariantVerdict, results: Sequence[CheckResult], *,
-              verbose: bool) -> list[str]:
+              verbose: bool, noted: dict[str, str]) -> list[str]:
     """A failed or unknown invariant's evidence: its examples per cause, the stateful
     phase's explanation when the chaos history found nothing (or with ``verbose``),
     then the notes, which qualify a pass or an unknown and, for a failure, only
-    ``verbose`` shows."""
+    ``verbose`` shows; a failure's shrinking note is shown whatever, in full the first
+    time and, when an invariant before it in ``noted`` had the same, as a pointer to
+    it (``noted`` gains this invariant's)."""
     lines = example_lines(name, v.causes, results, verbose=verbose)
     stateful = [text for text in v.examples if text.startswith(STATEFUL_PREFIX)]
     if not verbose:
@@ -525,8 +530,12 @@ def _findings(name: str, v: InvariantVerdict, results: Sequence[CheckResult], *,
             for line in text.splitlines():
                 lines.extend(wrap(line, "  ", "      "))
     for note in v.notes:
-        if verbose or v.verdict != "fail" or note in v.shrinking:
+        if note in v.shrinking and note in noted and not verbose:
+            lines.append(f"  note: {SHRINK_AGAIN} (as under {noted[note]})")
+        elif verbose or v.verdict != "fail" or note in v.shrinking:
             lines.extend(wrap(note, "  note: ", "    "))
+        if note in v.shrinking:
+            noted.setdefault(note, name)
     return lines
 
 

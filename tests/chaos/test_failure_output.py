@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from chaos.report import SHRINK_AGAIN, build_report, render_table
 from invariants.causes import FIXES
 from invariants.display import columns
 
@@ -108,3 +109,23 @@ def test_the_scenarios_not_run_are_counted_by_default_and_explained_under_verbos
     assert f"why {len(unrun)} scenarios did not run" in out
     assert " not run: " not in out
     assert all(f"{name}" in more for name in unrun) and " not run: " in more
+
+
+def test_a_shrinking_note_is_shown_in_full_once_then_pointed_to():
+    """The stateful phase stops shrinking every failure at the same limit: the note sits
+    under each invariant it concerns, but only its first time in full."""
+    note = ("memcert: stopped shrinking this failure after the 6 s the stateful phase could "
+            "give it; the program shown is the shortest found by then")
+    failures = [{"checkers": [checker], "steps": 3, "notes": [note],
+                 "explanations": [f"{checker}: Let W1 = op 0 ..."]}
+                for checker in ("uniqueness", "isolation")]
+    report = build_report(
+        backend="b", seed=1, level="lexical", checks={}, coverage={}, scenarios=[],
+        restore_supported=True, history_entries=0, elapsed_s=0.0, command="memcert certify b",
+        stateful={"failures": failures, "saved": {}, "undecided": {}})
+    table = render_table(report)
+    assert table.count("memcert: stopped shrinking") == 1
+    first, second = table.index("uniqueness: fail"), table.index("isolation: fail")
+    assert first < table.index("memcert: stopped shrinking") < second
+    assert table.index(f"  note: {SHRINK_AGAIN} (as under uniqueness)") > second
+    assert render_table(report, verbose=True).count("memcert: stopped shrinking") == 2
