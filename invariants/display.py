@@ -109,12 +109,15 @@ def quote(text: str, limit: int | None = None, mark: str = '"') -> str:
 
 
 _CHUNK = re.compile(r" +|[^ ]+")
+_BLANKS = re.compile(r"[\t\n\r\f\v]")
 
 
 def wrap(text: str, width: int, first: str = "", rest: str = "") -> list[str]:
     """``text`` in lines of at most ``width`` terminal columns, ``first`` before the first
     line and ``rest`` before the others: broken at spaces, and inside a word only when
-    the word alone is wider than a line. Spaces where a line breaks are dropped."""
+    the word alone is wider than a line. Spaces where a line breaks are dropped, and a
+    tab or a line break in ``text`` counts as a space, as in :func:`textwrap.wrap`."""
+    text = _BLANKS.sub(" ", text)
     lines: list[str] = []
     line, used = first, columns(first)
     fresh = True

@@ -102,3 +102,7 @@ def test_any_text_is_shown_within_its_limit_with_nothing_hidden(text, limit):
     assert columns(inner) <= limit
     assert not any(unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp") for ch in inner)
     assert (ELLIPSIS in inner) or inner == escape(text)
+
+
+def test_wrap_reads_a_tab_or_a_line_break_as_a_space():
+    assert wrap("one\ntwo\tthree", 100) == ["one two three"]
