@@ -388,8 +388,9 @@ def _add_managed_options(parser: argparse.ArgumentParser) -> None:
 
 def _add_verbose_option(group: argparse._ArgumentGroup) -> None:
     group.add_argument("-v", "--verbose", action="store_true",
-                       help="show every kept example of each cause, in full (the default "
-                            "shows one per cause, the easiest to read)")
+                       help="show every kept example of each cause, in full, each rate's "
+                            "terms and why a scenario did not run (the default shows one "
+                            "example per cause, the easiest to read)")
 
 
 def _add_debug_option(parser: argparse.ArgumentParser) -> None:

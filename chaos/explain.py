@@ -11,10 +11,9 @@ Everything here fits in :data:`WIDTH` columns: a CI log is read in a narrow pane
 
 from __future__ import annotations
 
-import json
-import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 
+from invariants import display
 from invariants.causes import CAUSES, FIXES
 from invariants.verdict import (
     CheckResult,
@@ -88,17 +87,20 @@ def cause_summary(counts: Mapping[str, int], width: int = WIDTH) -> str:
 def most_telling(violations: Sequence[Violation]) -> Violation:
     """The example a person reads fastest: for a race, one whose own writes overlap
     (the race in plain sight, not its leftover); every cited operation answered (no
-    unknown outcome to reason about), the fewest operations cited, the fewest records
-    in the read, the most repeated (the bug shows on many reads), then the earliest."""
+    unknown outcome to reason about), the fewest operations cited, the shortest
+    attributes and values as shown (plain words before long, escaped or full-width
+    text), the fewest records in the read, the most repeated (the bug shows on many
+    reads), then the earliest."""
 
-    def cost(v: Violation) -> tuple[int, int, int, int, int, int]:
+    def cost(v: Violation) -> tuple[int, int, int, int, int, int, int]:
         e = v.explanation
-        unsure = sum(
-            1 for _, ref in cited(e) if getattr(ref, "outcome", "ok") not in ("ok", "fail")
-        )
+        refs = [ref for _, ref in cited(e)]
+        unsure = sum(1 for ref in refs if getattr(ref, "outcome", "ok") not in ("ok", "fail"))
         indirect = int(v.cause == "race" and isinstance(e, ConflictExplanation)
                        and not overlapping_writes(e.writes))
-        return (indirect, unsure, len(v.witnesses), len(e.read.records), -v.repeats,
+        shown = sum(len((_name(w.attribute or w.slot) + _clip(w.value)).encode())
+                    for w in refs[:SHOWN_OPS] if isinstance(w, WriteRef))
+        return (indirect, unsure, len(v.witnesses), shown, len(e.read.records), -v.repeats,
                 v.witnesses[0] if v.witnesses else 0)
 
     return min(violations, key=cost)
@@ -114,10 +116,12 @@ def examples_by_cause(results: Iterable[CheckResult]) -> dict[str, list[Violatio
 
 
 def example_lines(
-    counts: Mapping[str, int], results: Sequence[CheckResult], *, verbose: bool = False
+    invariant: str, counts: Mapping[str, int], results: Sequence[CheckResult], *,
+    verbose: bool = False,
 ) -> list[str]:
-    """Per cause found, largest first: a header, its most telling example and, with
-    ``verbose``, the other kept examples, each distinct set of operations once."""
+    """Per cause found, largest first: a line naming the invariant and the cause, its
+    most telling example and, with ``verbose``, the other kept examples, each distinct
+    set of operations once."""
     by_cause = examples_by_cause(results)
     lines: list[str] = []
     for cause, n in sorted(counts.items(), key=lambda cn: -cn[1]):
@@ -132,10 +136,10 @@ def example_lines(
                 if _ops(v) not in seen:
                     seen.add(_ops(v))
                     shown.append(v)
-        lines.extend(wrap(f"{cause}: {n:,} violation(s); e.g. {best.detail}", "  ", "      "))
+        lines.extend(wrap(f"{invariant}: {cause}, e.g. {best.detail}", "", "    "))
         for i, v in enumerate(shown):
             if i:
-                lines.append(f"    also ({v.detail}):")
+                lines.extend(wrap(f"also ({v.detail}):", "  ", "    "))
             lines.extend(_example(v, verbose=verbose))
     return lines
 
@@ -159,11 +163,9 @@ def fix_lines(causes: Iterable[str]) -> list[str]:
 
 
 def wrap(text: str, first: str = "", rest: str = "", width: int = WIDTH) -> list[str]:
-    """``text`` in lines of at most ``width`` columns, long words broken too."""
-    return textwrap.wrap(
-        text, width=width, initial_indent=first, subsequent_indent=rest,
-        break_on_hyphens=False,
-    ) or [first.rstrip()]
+    """``text`` in lines of at most ``width`` terminal columns, long words broken too:
+    a wide character counts two (:func:`invariants.display.wrap`)."""
+    return display.wrap(text, width, first, rest)
 
 
 def _ops(v: Violation) -> tuple[int, ...]:
@@ -174,15 +176,15 @@ def _example(v: Violation, *, verbose: bool) -> list[str]:
     lines: list[str] = []
     if verbose:
         for line in render_view(v):
-            indent = "    " + " " * (len(line) - len(line.lstrip()))
+            indent = "  " + " " * (len(line) - len(line.lstrip()))
             lines.extend(wrap(line.strip(), indent, indent + "    "))
         if v.repeats > 1:
-            lines.append(f"    ({v.repeats:,} reads saw these same operations)")
+            lines.append(f"  ({v.repeats:,} reads saw these same operations)")
         reading = render_interpretation(v)
     else:
         lines.extend(_compact(v))
         reading = gist(v)
-    lines.extend(wrap(f"truth: {reading}", "    ", "      "))
+    lines.extend(wrap(f"truth: {reading}", "  ", "    "))
     return lines
 
 
@@ -190,10 +192,13 @@ def _compact(v: Violation) -> list[str]:
     """The backend's view in a few lines: each cited operation with its answer on one
     line, then the read, naming which cited write each record it is about came from;
     a record that matches no cited write (an altered value, a merged causal_seq) is
-    shown whole. Times only where overlap is the point (a race, a write in flight)."""
+    shown whole. Times only where overlap is the point (a race, a write in flight), and
+    causal_seq only where the rule is about it (an order, a delete's tombstone): -v
+    shows every field."""
     e = v.explanation
     read = e.read
     timed = v.cause in ("race", "in_flight_write", "lost_update")
+    seq = v.kind in ("reorder", "resurrection")
     lines: list[str] = []
     writes: dict[tuple[str, str, int], str] = {}
     ops = [(name, ref) for name, ref in cited(e) if not isinstance(ref, ReadRef)]
@@ -201,14 +206,14 @@ def _compact(v: Violation) -> list[str]:
         if isinstance(ref, WriteRef):
             writes.setdefault((ref.attribute, ref.value, ref.causal_seq), name)
             where = "" if ref.entity_id == read.entity_id else f" to {ref.entity_id}"
-            what = (f"write{where} {_name(ref.attribute or ref.slot)} = {_clip(ref.value)} "
-                    f"seq {ref.causal_seq}")
+            what = f"write{where} {_name(ref.attribute or ref.slot)} = {_clip(ref.value)}"
+            what += f" seq {ref.causal_seq}" if seq else ""
         else:
             what = f"{ref.f} seq {ref.causal_seq}"
         lines.extend(wrap(f"{name} op {ref.op}: {what} -> {_answer(ref, timed=timed)}",
-                          "    ", "        "))
+                          "  ", "      "))
     if len(ops) > SHOWN_OPS:
-        lines.append(f"    (+{len(ops) - SHOWN_OPS} more operations: -v shows them)")
+        lines.append(f"  (+{len(ops) - SHOWN_OPS} more operations: -v shows them)")
     shown = _relevant(e)
     n = len(read.records)
     own: list[str] = []
@@ -224,18 +229,19 @@ def _compact(v: Violation) -> list[str]:
         elif (r.attribute, r.value, r.causal_seq) in unshown:
             continue
         else:
-            whole.append(f"      [{r.position}] {_name(r.attribute)} = {_clip(r.value)} "
-                         f"seq {r.causal_seq}")
-    head = f"R op {read.op}: read {read.namespace}/{read.entity_id} -> {n} record(s)"
+            whole.append(f"    [{r.position}] {_name(r.attribute)} = {_clip(r.value)}"
+                         + (f" seq {r.causal_seq}" if seq else ""))
+    head = (f"R op {read.op}: read {read.namespace}/{read.entity_id} -> {n} "
+            f"record{'' if n == 1 else 's'}")
     if own:
         head += "; " + ", ".join(own)
     elif not shown and n:
         head += ": " + ", ".join(sorted({_name(r.attribute) for r in read.records}))
     if v.repeats > 1:
         head += f" ({v.repeats:,} reads saw this)"
-    lines.extend(wrap(head, "    ", "        "))
+    lines.extend(wrap(head, "  ", "      "))
     for line in whole:
-        lines.extend(wrap(line.strip(), "      ", "          "))
+        lines.extend(wrap(line.strip(), "    ", "        "))
     return lines
 
 
@@ -243,26 +249,24 @@ SHOWN_OPS = 4
 """Operations one compact example shows; a store that appends every write can make a
 conflict cite dozens."""
 
-CLIP = 48
-"""Characters of a value shown in the compact view."""
+CLIP = 32
+"""Terminal columns of a value shown in the compact view: enough for a fact's words, and
+for a cut value's head and tail, to keep an operation on one line."""
 
 
 def _name(attribute: str) -> str:
-    """An attribute name quoted, its middle elided past :data:`NAME_WIDTH` characters: a
-    256-character name would fill the screen and says nothing more than its ends."""
-    if len(attribute) <= NAME_WIDTH:
-        return repr(attribute)
-    half = NAME_WIDTH // 2
-    return f"{attribute[:half]!r}...{attribute[-8:]!r} ({len(attribute)} characters)"
+    """An attribute name quoted, escaped, its middle elided past :data:`NAME_WIDTH`
+    columns: a 256-character name would fill the screen and says nothing more than its
+    ends."""
+    return display.quote(attribute, NAME_WIDTH, "'")
 
 
 NAME_WIDTH = 40
-"""How much of an attribute name the explanations show."""
+"""How many terminal columns of an attribute name the explanations show."""
 
 
 def _clip(value: str) -> str:
-    quoted = json.dumps(value[:CLIP], ensure_ascii=False)
-    return quoted if len(value) <= CLIP else f"{quoted}...({len(value)} chars)"
+    return display.quote(value, CLIP)
 
 
 def _answer(ref: WriteRef | EntityOpRef, *, timed: bool) -> str:
@@ -274,7 +278,7 @@ def _answer(ref: WriteRef | EntityOpRef, *, timed: bool) -> str:
     if a.error is not None:
         return f"raised {a.error.split(':', 1)[0]}{when}"
     said = "applied" if a.applied else "refused"
-    reason = "" if a.reason is None else f" {a.reason!r}"
+    reason = "" if a.reason is None else f" {_name(a.reason)}"
     return f"{said}{reason}{when}"
 
 
@@ -299,18 +303,17 @@ def gist(v: Violation) -> str:
     e = v.explanation
     if isinstance(e, ConflictExplanation):
         facts = ", ".join(w.fact for w in e.writes)
-        return f"these are {len(e.writes)} facts ({facts}) of slot {e.slot}, which holds one"
+        return f"{len(e.writes)} facts ({facts}) of slot {e.slot}, which holds one"
     if isinstance(e, DuplicateExplanation):
         how = "the same wording" if e.level == "none" else f"{e.level} paraphrases"
-        return f"these are {how} of fact {e.fact}, to be stored once"
+        return f"{how} of fact {e.fact}, to be stored once"
     if isinstance(e, MisorderExplanation):
         return "a read lists records in ascending causal_seq"
     if isinstance(e, StaleExplanation):
-        return (f"W2 (seq {e.newer.causal_seq}) supersedes fact {e.top.fact} of slot "
-                f"{e.top.slot}")
+        return f"W2 supersedes fact {e.top.fact} of slot {e.top.slot}"
     if isinstance(e, ResurrectionExplanation):
         if e.cause == "no_restore":
-            return "D emptied the entity and no restore could have taken effect"
+            return "D emptied the entity; no restore could have taken effect"
         return "a restore reopens the entity for new, newer writes only"
     if isinstance(e, LostExplanation):
         slot = e.slot if len(e.slot) <= NAME_WIDTH else _name(e.slot)

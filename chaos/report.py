@@ -90,6 +90,16 @@ _OUTCOME = {Validity.VALID: "pass", Validity.INVALID: "fail", Validity.UNKNOWN: 
 STATEFUL_PREFIX = "The stateful phase shrank this to"
 RATE_WIDTH = 100
 """The widest line of the rates under the table."""
+RATE_HEAD = " = failed / checked"
+"""What the table's rate column header adds, naming the definition every rate shares: the
+checks that found a violation (the "failed" column; one check can find several
+violations) over the checks made (the "checked" column), each invariant counting its own
+kind (reads of a deleted entity, ...). ``-v`` names each nonzero rate's terms under the
+table; a failing run's output stays short without them."""
+RATE_TERMS = "rates, each in its invariant's own unit:"
+"""The heading of the terms ``-v`` lists."""
+SHRINK_AGAIN = "shrinking this failure stopped early too"
+"""A shrinking note already shown in full under an earlier invariant, the second time."""
 
 
 @dataclass(frozen=True)
@@ -395,21 +405,24 @@ def _command_name(report: Report) -> str:
 def render_table(report: Report, *, verbose: bool = False) -> str:
     """What a person reads at the end of ``memcert certify``: the verdict table with
     each failed invariant's violations per cause, one example per cause, the fixes,
-    and how to reproduce; ``verbose`` adds every kept example."""
-    rows = [("invariant", "verdict", "violations", "checked", "rate")]
+    and how to reproduce, within :data:`WIDTH` terminal columns; ``verbose`` adds every
+    kept example, each rate's terms and, for a failure, why a scenario did not run."""
+    rows = [("invariant", "verdict", "violations", "failed", "checked", "rate")]
     for name, v in report.invariants.items():
         rows.append((name, v.verdict.upper() if v.verdict == "fail" else v.verdict,
-                     f"{v.violations:,}", f"{v.checked:,}", format_rate(v.rate)))
-    widths = [max(len(row[i]) for row in rows) for i in range(5)]
+                     f"{v.violations:,}", f"{v.rate_numerator:,}", f"{v.checked:,}",
+                     format_rate(v.rate)))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip()
              for row in rows]
     for i, v in enumerate(report.invariants.values(), start=1):
         if v.violations and any(v.causes.values()):
             room = WIDTH - len(lines[i]) - 4
             lines[i] += f"  ({cause_summary(v.causes, room)})"
+    lines[0] += RATE_HEAD
     lines.insert(1, "  ".join("-" * w for w in widths))
     out = [f"{_command_name(report)} {report.backend}  (seed {report.seed}, level "
-           f"{report.level})", "", *lines, *_rate_lines(report), ""]
+           f"{report.level})", "", *lines, *_rate_lines(report, verbose=verbose), ""]
     starved = [s for s in report.scenarios
                if s.steps_planned and not s.steps_done and not s.stopped and not s.not_run]
     for scenario in starved:
@@ -425,13 +438,19 @@ def render_table(report: Report, *, verbose: bool = False) -> str:
         out.append("")
     fixes: list[str] = []
     programs: list[str] = []
+    noted: dict[str, str] = {}
     for name, v in report.invariants.items():
         results = [report.checks[c] for c in INVARIANTS[name] if c in report.checks]
         if v.verdict in ("fail", "unknown"):
-            by = f" (found by {', '.join(v.found_by)})" if v.found_by else ""
-            out.append(f"{name}: {v.verdict}{by}")
+            findings = _findings(name, v, results, verbose=verbose, noted=noted)
+            # A failure the chaos phase alone found needs no line of its own: the table
+            # gave its verdict, and each cause's line below names the invariant.
+            plain = v.verdict == "fail" and v.found_by in ((), ("chaos",))
+            if not plain or not findings or not findings[0].startswith(f"{name}: "):
+                by = f" (found by {', '.join(v.found_by)})" if v.found_by else ""
+                out.append(f"{name}: {v.verdict}{by}")
             programs.extend(_in_out(p) for p in v.programs)
-            out.extend(_findings(v, results, verbose=verbose))
+            out.extend(findings)
             fixes.extend(c for c, n in sorted(v.causes.items(), key=lambda cn: -cn[1]) if n)
             out.append("")
         elif v.verdict == "skipped":
@@ -443,10 +462,10 @@ def render_table(report: Report, *, verbose: bool = False) -> str:
                 out.append(f"{name}: skipped{found}")
                 for note in v.notes:
                     out.extend(wrap(note, "  because ", "    "))
-            out.extend(example_lines(v.causes, results, verbose=verbose))
+            out.extend(example_lines(name, v.causes, results, verbose=verbose))
             out.append("")
     if fixes:
-        out.append(f"how to fix, per cause (the long form: {FIX_PAGE}#<cause>):")
+        out.append(f"how to fix ({FIX_PAGE}#<cause> at length):")
         out.extend(fix_lines(fixes))
         out.append("")
     if programs:
@@ -461,15 +480,25 @@ def render_table(report: Report, *, verbose: bool = False) -> str:
     for s in report.scenarios:
         if s.not_run:
             skipped.setdefault(s.not_run, []).append(s.name)
-    for reason, names in skipped.items():
+    # A failure does not rest on the scenarios that could not run: its output counts
+    # them, and -v says why; any other verdict says why at once.
+    brief = report.verdict == "failed" and not verbose
+    for reason, names in skipped.items() if not brief else ():
         out.extend(wrap(f"{'scenarios' if len(names) > 1 else 'scenario'} "
                         f"{', '.join(names)} not run: {reason}", "", "    "))
-    if skipped:
+    if skipped and not brief:
         out.append("")
     more = sum(more_examples(report.checks[c] for c in INVARIANTS[n] if c in report.checks)
                for n, v in report.invariants.items() if v.verdict == "fail")
-    if more and not verbose:
-        out.append(f"-v shows {more:,} more example(s)")
+    unrun = sum(map(len, skipped.values())) if brief else 0
+    hidden = [f"{more:,} more example(s)"] if more and not verbose else []
+    if not verbose and any(v.rate_numerator for v in report.invariants.values()):
+        hidden.append("each rate's terms")
+    if unrun:
+        hidden.append(f"why {unrun} scenario{'s' if unrun > 1 else ''} did not run")
+    if hidden:
+        out.append("-v shows " + (", ".join(hidden[:-1]) + " and " if hidden[1:] else "")
+                   + hidden[-1])
     out.append(f"verdict: {report.verdict.upper()}{report.skipped_on_request}")
     if report.verdict != "certified":
         out.extend(_command_lines(f"reproduce: {report.command}"))
@@ -484,13 +513,15 @@ def _command_lines(text: str) -> list[str]:
     return [line + " \\" for line in lines[:-1]] + lines[-1:]
 
 
-def _findings(v: InvariantVerdict, results: Sequence[CheckResult], *,
-              verbose: bool) -> list[str]:
+def _findings(name: str, v: InvariantVerdict, results: Sequence[CheckResult], *,
+              verbose: bool, noted: dict[str, str]) -> list[str]:
     """A failed or unknown invariant's evidence: its examples per cause, the stateful
     phase's explanation when the chaos history found nothing (or with ``verbose``),
     then the notes, which qualify a pass or an unknown and, for a failure, only
-    ``verbose`` shows."""
-    lines = example_lines(v.causes, results, verbose=verbose)
+    ``verbose`` shows; a failure's shrinking note is shown whatever, in full the first
+    time and, when an invariant before it in ``noted`` had the same, as a pointer to
+    it (``noted`` gains this invariant's)."""
+    lines = example_lines(name, v.causes, results, verbose=verbose)
     stateful = [text for text in v.examples if text.startswith(STATEFUL_PREFIX)]
     if not verbose:
         stateful = stateful[:1]
@@ -499,8 +530,12 @@ def _findings(v: InvariantVerdict, results: Sequence[CheckResult], *,
             for line in text.splitlines():
                 lines.extend(wrap(line, "  ", "      "))
     for note in v.notes:
-        if verbose or v.verdict != "fail" or note in v.shrinking:
+        if note in v.shrinking and note in noted and not verbose:
+            lines.append(f"  note: {SHRINK_AGAIN} (as under {noted[note]})")
+        elif verbose or v.verdict != "fail" or note in v.shrinking:
             lines.extend(wrap(note, "  note: ", "    "))
+        if note in v.shrinking:
+            noted.setdefault(note, name)
     return lines
 
 
@@ -537,9 +572,12 @@ def format_rate(rate: float) -> str:
     return f"{rate:.4f}"
 
 
-def _rate_lines(report: Report) -> list[str]:
-    """Under the table, what each nonzero rate divides: its failed checks, named, over
-    its checks (the "checked" column), named in the invariant's own unit."""
+def _rate_lines(report: Report, *, verbose: bool = False) -> list[str]:
+    """With ``verbose``, under the table, each nonzero rate's failed checks over its
+    checks, counted and named in the invariant's own unit, per checker where an
+    invariant combines two; nothing without."""
+    if not verbose:
+        return []
     lines = []
     for name, v in report.invariants.items():
         if not v.rate_numerator:
@@ -560,4 +598,4 @@ def _rate_lines(report: Report) -> list[str]:
             text += f" ({v.violations:,} violations: a check can find several)"
         lines.extend(textwrap.wrap(text, width=RATE_WIDTH, initial_indent="  ",
                                    subsequent_indent="      "))
-    return ["", "rates (failed checks / checked):", *lines] if lines else []
+    return ["", RATE_TERMS, *lines] if lines else []

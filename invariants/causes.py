@@ -22,6 +22,7 @@ import unicodedata
 from collections.abc import Iterable
 from typing import Final
 
+from invariants.display import quote
 from invariants.verdict import (
     ConflictExplanation,
     DuplicateExplanation,
@@ -172,11 +173,11 @@ def _conflict(e: ConflictExplanation) -> tuple[str, str]:
     writes = e.writes
     overlapping = overlapping_writes(writes)
     if len(spellings) >= 2:
-        shown = " vs ".join(map(repr, spellings))
+        shown = " vs ".join(map(_spelled, spellings))
         if overlapping and e.aliased is None:
             return "race", f"spellings {shown}, these writes in flight together"
         return "alias", f"{spelling_difference(spellings[0], spellings[1])}: {shown}"
-    spelling = f"one spelling {spellings[0]!r}" if spellings else "one spelling"
+    spelling = f"one spelling {_spelled(spellings[0])}" if spellings else "one spelling"
     surplus = len(writes) - 1
     if surplus > e.raced_writes:
         return "not_replaced", (
@@ -187,6 +188,11 @@ def _conflict(e: ConflictExplanation) -> tuple[str, str]:
     if e.racers:
         return "race", f"{spelling}, left by ops {e.racers[0].op} and {e.racers[1].op} racing"
     return "not_replaced", f"{spelling}, writes one after another, both kept"
+
+
+def _spelled(name: str) -> str:
+    """An attribute as the backend spelled it, every invisible character escaped."""
+    return quote(name, mark="'")
 
 
 def _distinct(names: Iterable[str]) -> list[str]:
@@ -201,7 +207,7 @@ def _stale(e: StaleExplanation) -> tuple[str, str]:
     ):
         return "over_merged", (
             f"seq {newer.causal_seq} acknowledged, served as the older value "
-            f"{e.served.value!r}"
+            f"{quote(e.served.value, 36)}"
         )
     return "stale_overwrite", f"seq {e.served.causal_seq} served over seq {newer.causal_seq}"
 
@@ -334,9 +340,7 @@ def value_difference(written: str, served: str) -> str:
 
 
 def _snippet(text: str, width: int = 24) -> str:
-    if len(text) <= width:
-        return repr(text)
-    return f"{text[:width]!r}... ({len(text)} characters)"
+    return quote(text, width, "'")
 
 
 EDIT_SIMILARITY: Final = 0.8

@@ -14,10 +14,11 @@ to check says ``UNKNOWN``: "never tested" must not read as "passed".
 from __future__ import annotations
 
 import enum
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, TypeAlias
+
+from invariants.display import quote
 
 __all__ = [
     "Answer",
@@ -454,7 +455,8 @@ class CheckResult:
 
 
 def _q(text: str) -> str:
-    return json.dumps(text, ensure_ascii=False)
+    """A value in prose: whole, quoted, every invisible character escaped."""
+    return quote(text)
 
 
 def _outcome(op: WriteRef | EntityOpRef) -> str:
@@ -515,8 +517,12 @@ def _named_writes(writes: tuple[WriteRef, ...]) -> tuple[list[str], list[str]]:
 
 
 VALUE_WIDTH = 60
-"""Values longer than this are clipped in the rendered view (results.json has them
-whole), so that one operation stays on one line of a terminal."""
+"""Terminal columns of a value in the rendered view; a longer one is cut to its head and
+tail, its length stated (results.json has it whole), so that one operation stays on one
+line of a terminal."""
+
+NAME_WIDTH = 40
+"""Terminal columns of an attribute name in the rendered view, cut as values are."""
 
 
 def render_explanation(violation: Violation) -> str:
@@ -542,7 +548,8 @@ def render_view(violation: Violation) -> list[str]:
         elif isinstance(ref, WriteRef):
             lines.append(
                 f"{name} op {ref.op}: write {ref.namespace}/{ref.entity_id} "
-                f"{ref.attribute or ref.slot!r} = {_clip(ref.value)} causal_seq {ref.causal_seq}"
+                f"{_attr(ref.attribute or ref.slot)} = {_clip(ref.value)} "
+                f"causal_seq {ref.causal_seq}"
                 f" op_id {ref.op_id or '?'}"
             )
             lines.append(f"   {_view_answer(ref)}")
@@ -602,9 +609,11 @@ def cited(e: Explanation) -> list[Cited]:
 
 
 def _clip(value: str) -> str:
-    if len(value) <= VALUE_WIDTH:
-        return _q(value)
-    return f"{_q(value[:VALUE_WIDTH])}... ({len(value)} characters)"
+    return quote(value, VALUE_WIDTH)
+
+
+def _attr(name: str) -> str:
+    return quote(name, NAME_WIDTH, "'")
 
 
 def _times(invoked: float | None, completed: float | None) -> str:
@@ -624,7 +633,7 @@ def _view_answer(ref: WriteRef | EntityOpRef) -> str:
         if a.version is not None:
             fields.append(f"version={a.version}")
         if a.reason is not None:
-            fields.append(f"reason={a.reason!r}")
+            fields.append(f"reason={_attr(a.reason)}")
         said = f"Ack({', '.join(fields)})"
     return f"-> {said}  {_times(ref.invoked_s, ref.completed_s)}"
 
@@ -638,7 +647,7 @@ def _view_read(name: str, r: ReadRef) -> list[str]:
     for rec in r.records:
         version = "" if rec.version is None else f" version {rec.version}"
         lines.append(
-            f"   [{rec.position}] {rec.attribute!r} = {_clip(rec.value)} "
+            f"   [{rec.position}] {_attr(rec.attribute)} = {_clip(rec.value)} "
             f"causal_seq {rec.causal_seq}{version}"
         )
     return lines

@@ -2,7 +2,8 @@
 
 One real run of the naive dict store of docs/make-your-store-pass.md (last writer wins,
 attribute names verbatim, no tombstones), whose four bugs must come out as four causes,
-each with one example and one fix, within 100 columns; `-v` adds the other examples.
+each with one example and one fix, within 100 terminal columns; `-v` adds the other
+examples and each rate's terms.
 """
 
 from __future__ import annotations
@@ -14,14 +15,17 @@ from pathlib import Path
 
 import pytest
 
+from chaos.report import SHRINK_AGAIN, build_report, render_table
 from invariants.causes import FIXES
+from invariants.display import columns
 
 NAIVE = "chaos.examples.naive_dict:naive_dict"
 CAUSES = {"uniqueness": "alias", "causal_monotonicity": "stale_overwrite",
           "deletion_monotonicity": "no_tombstone", "semantic_normalization": "duplicate"}
-SIZE_LIMIT = 4096
-"""Bytes of the default output. The issue's target is 3 KB; what it takes today, with
-the rates block and a ground-truth line per example, is recorded in docs/performance.md."""
+SIZE_LIMIT = 3000
+"""Bytes of the default output: issue 18's target, under 3 KB with the four causes named.
+What it takes over several runs (the examples' values differ from run to run) is recorded
+in docs/performance.md."""
 
 
 def certify(out: Path, *extra: str) -> tuple[str, dict]:
@@ -50,17 +54,17 @@ def test_the_naive_store_fails_four_invariants_with_four_causes_each_shown_once(
         assert sum(causes.values()) == failed[name]["violations"]
         row = next(line for line in out.splitlines() if line.startswith(f"{name} "))
         assert f"({cause} {causes[cause]:,}" in row
-        assert out.count(f"\n  {cause}: {causes[cause]:,} violation(s); e.g. ") == 1
+        assert out.count(f"\n{name}: {cause}, e.g. ") == 1
         assert out.count(f"  {cause}: {FIXES[cause]}") == 1
-    assert out.index("how to fix, per cause") > max(
-        out.index(f"  {cause}: ") for cause in CAUSES.values())
+    assert out.index("how to fix (") > max(
+        out.index(f"\n{name}: {cause}, e.g. ") for name, cause in CAUSES.items())
 
 
 @pytest.mark.slow
 def test_the_default_output_is_short_narrow_and_ends_with_how_to_reproduce(runs):
     out, _ = runs["default"]
     assert len(out.encode()) < SIZE_LIMIT, len(out.encode())
-    assert max(len(line) for line in out.splitlines()) <= 100
+    assert max(columns(line) for line in out.splitlines()) <= 100
     lines = out.rstrip("\n").splitlines()
     assert lines[-1].startswith("output: file://")
     assert any(line.startswith("reproduce: memcert certify " + NAIVE) for line in lines)
@@ -74,8 +78,54 @@ def test_verbose_adds_the_other_examples_each_set_of_operations_once(runs):
     more, _ = runs["verbose"]
     promised = next(line for line in out.splitlines() if line.startswith("-v shows "))
     assert int(promised.split()[2].replace(",", "")) > 0
-    assert more.count("    also (") > 0
+    assert more.count("\n  also (") > 0
     assert "memcert's reading" not in more
-    assert max(len(line) for line in more.splitlines()) <= 100
-    examples = [block for block in more.split("    also (")[1:]]
+    assert max(columns(line) for line in more.splitlines()) <= 100
+    examples = [block for block in more.split("\n  also (")[1:]]
     assert len(examples) == len(set(examples))
+
+
+@pytest.mark.slow
+def test_the_rates_definition_shows_by_default_and_its_terms_under_verbose(runs):
+    out, _ = runs["default"]
+    more, results = runs["verbose"]
+    header = next(line for line in out.splitlines() if line.startswith("invariant "))
+    assert header.split()[2:] == ["violations", "failed", "checked", "rate", "=", "failed", "/",
+                                  "checked"]
+    assert "rates, each in its invariant's own unit:" not in out
+    assert "each rate's terms" in out
+    assert "rates, each in its invariant's own unit:" in more
+    for name in CAUSES:
+        v = results["invariants"][name]
+        assert f"  {name} = {v['rate_numerator']:,} " in more
+
+
+@pytest.mark.slow
+def test_the_scenarios_not_run_are_counted_by_default_and_explained_under_verbose(runs):
+    out, results = runs["default"]
+    more, _ = runs["verbose"]
+    unrun = [s["name"] for s in results["scenarios"] if s["not_run"]]
+    assert unrun
+    assert f"why {len(unrun)} scenarios did not run" in out
+    assert " not run: " not in out
+    assert all(f"{name}" in more for name in unrun) and " not run: " in more
+
+
+def test_a_shrinking_note_is_shown_in_full_once_then_pointed_to():
+    """The stateful phase stops shrinking every failure at the same limit: the note sits
+    under each invariant it concerns, but only its first time in full."""
+    note = ("memcert: stopped shrinking this failure after the 6 s the stateful phase could "
+            "give it; the program shown is the shortest found by then")
+    failures = [{"checkers": [checker], "steps": 3, "notes": [note],
+                 "explanations": [f"{checker}: Let W1 = op 0 ..."]}
+                for checker in ("uniqueness", "isolation")]
+    report = build_report(
+        backend="b", seed=1, level="lexical", checks={}, coverage={}, scenarios=[],
+        restore_supported=True, history_entries=0, elapsed_s=0.0, command="memcert certify b",
+        stateful={"failures": failures, "saved": {}, "undecided": {}})
+    table = render_table(report)
+    assert table.count("memcert: stopped shrinking") == 1
+    first, second = table.index("uniqueness: fail"), table.index("isolation: fail")
+    assert first < table.index("memcert: stopped shrinking") < second
+    assert table.index(f"  note: {SHRINK_AGAIN} (as under uniqueness)") > second
+    assert render_table(report, verbose=True).count("memcert: stopped shrinking") == 2

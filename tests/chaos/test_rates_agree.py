@@ -1,9 +1,11 @@
 """One unit for rates: one real run, and the same rate and terms everywhere it shows.
 
 A known-bad backend (raw attribute keys: it fails uniqueness and semantic normalization)
-runs once through ``memcert nightly`` with ``--pushgateway``. Its printed table,
-results.json, report.html and the metrics it pushed must give each invariant the same
-failed checks, the same checks and the same rate, one over the other, at most 1.
+runs once through ``memcert nightly`` with ``--pushgateway`` and ``-v``. Its printed
+table (whose rate column names the definition, failed / checked, and whose ``-v`` lines
+name each rate's terms), results.json, report.html and the metrics it pushed must give
+each invariant the same failed checks, the same checks and the same rate, one over the
+other, at most 1.
 """
 
 from __future__ import annotations
@@ -27,7 +29,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
 
-from chaos.report import INVARIANTS, build_report, format_rate, rate_definition, render_table
+from chaos.report import (
+    INVARIANTS,
+    RATE_HEAD,
+    RATE_TERMS,
+    build_report,
+    format_rate,
+    rate_definition,
+    render_table,
+)
 from invariants.backend import Record
 from invariants.checkers import CheckerSuite, check_history
 from invariants.history import History
@@ -58,7 +68,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     done = subprocess.run(
         [sys.executable, "-m", "chaos.cli", "nightly", backend, "--out", str(folder / "nights"),
          "--budget", "20", "--suite", "quick", "--seed", "20261201", "--quiet",
-         "--pushgateway", gateway],
+         "--pushgateway", gateway, "-v"],
         capture_output=True, text=True, cwd=folder, timeout=300)
     assert done.returncode == 1, done.stdout + done.stderr
     [report] = re.findall(r"^report: (file://\S+)$", done.stdout, re.M)
@@ -82,16 +92,19 @@ def pushed_terms(exposition: str, backend: str) -> dict[str, dict[str, float]]:
 
 
 def table_rows(stdout: str) -> dict[str, list[str]]:
-    """The verdict table's rows, by invariant: verdict, violations, checked, rate. A
-    per-cause breakdown in parentheses and thousands separators are left out."""
+    """The verdict table's rows, by invariant: verdict, violations, failed checks,
+    checked, rate. A per-cause breakdown in parentheses and thousands separators are left
+    out."""
     lines = stdout.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("invariant "))
+    assert lines[start].endswith("  rate" + RATE_HEAD), lines[start]
     header = lines[start].split()
-    assert header[:5] == ["invariant", "verdict", "violations", "checked", "rate"], header
+    assert header[:6] == ["invariant", "verdict", "violations", "failed", "checked", "rate"], (
+        header)
     rows = {}
     for line in lines[start + 2:start + 2 + len(INVARIANTS)]:
         cells = re.sub(r"\([^)]*\)", "", line).replace(",", "").split()
-        rows[cells[0]] = cells[1:5]
+        rows[cells[0]] = cells[1:6]
     return rows
 
 
@@ -99,7 +112,7 @@ def rate_block(stdout: str) -> list[str]:
     """The table, and the lines under it that name each nonzero rate's terms."""
     lines = stdout.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("invariant "))
-    end = lines.index("rates (failed checks / checked):") + 1
+    end = lines.index(RATE_TERMS) + 1
     while end < len(lines) and lines[end].startswith("  "):
         end += 1
     return lines[start:end]
@@ -108,7 +121,7 @@ def rate_block(stdout: str) -> list[str]:
 def rate_lines(stdout: str) -> str:
     """The lines under the table that name each nonzero rate's terms, unwrapped."""
     block = rate_block(stdout)
-    start = block.index("rates (failed checks / checked):")
+    start = block.index(RATE_TERMS)
     return " ".join(line.strip() for line in block[start + 1:])
 
 
@@ -140,9 +153,10 @@ def test_the_printed_table_shows_the_same_rates_and_names_their_terms(run):
     terms = rate_lines(stdout)
     assert max(len(line) for line in rate_block(stdout)) <= 100
     for name, v in results["invariants"].items():
-        verdict, violations, checked, rate = rows[name]
+        verdict, violations, failed, checked, rate = rows[name]
         assert verdict.lower() == v["verdict"], name
-        assert (int(violations), int(checked)) == (v["violations"], v["checked"]), name
+        assert (int(violations), int(failed), int(checked)) == (
+            v["violations"], v["rate_numerator"], v["checked"]), name
         assert rate == format_rate(v["rate"]), name
         named = f"{name} = {v['rate_numerator']:,} "
         assert (named in terms) == (v["rate_numerator"] > 0), (name, terms)
@@ -197,8 +211,9 @@ def test_an_invariant_of_two_checkers_adds_both_terms_and_names_both():
         "lost writes + phantom records per reads of a slot with an acknowledged write + "
         "records read")
     assert durability.to_dict()["rate_numerator"] == 2
-    table = render_table(report).splitlines()
-    start = table.index("rates (failed checks / checked):")
+    assert RATE_TERMS not in render_table(report)
+    table = render_table(report, verbose=True).splitlines()
+    start = table.index(RATE_TERMS)
     assert table[start + 1:start + 3] == [
         "  durability = 2 (1 lost writes + 1 phantom records) / 2 (1 reads of a slot with an "
         "acknowledged",

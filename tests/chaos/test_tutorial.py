@@ -38,6 +38,7 @@ from chaos.examples.tutorial_steps import STEPS, Step
 from chaos.report import INVARIANTS
 from invariants.backend import Ack, Delete, MemoryBackend, Record, Restore, Write, send
 from invariants.causes import CAUSES, FIXES
+from invariants.display import columns
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "make-your-store-pass.md"
@@ -162,7 +163,7 @@ def test_each_step_names_the_causes_the_tutorial_says(runs, index):
         CAUSE_INVARIANT[c] for c in named}
     assert run.code == (1 if named else 0)
     assert run.results["verdict"] == ("failed" if named else "certified")
-    assert max(map(len, run.stdout.splitlines())) <= 100
+    assert max(map(columns, run.stdout.splitlines())) <= 100
 
 
 def test_each_step_fixes_what_the_step_before_named():

@@ -94,7 +94,7 @@ def test_a_newer_fact_merged_into_the_old_record_is_over_merged():
     h.read(1, "u1").ok(("likes tea", 2))
     cause, detail = only(check(h, "causal_monotonicity"))
     assert cause == "over_merged"
-    assert "'likes tea'" in detail
+    assert '"likes tea"' in detail
 
 
 def test_records_listed_out_of_causal_order_is_read_order():
