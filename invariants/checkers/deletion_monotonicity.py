@@ -82,13 +82,16 @@ class DeletionMonotonicity(Checker):
             return
         # Most reads after a restore are clean, so the records are scanned in slot order
         # and only a read that revived something pays for finding its first record.
+        # A record revives only if every write that carried its value would; the one
+        # cited is the write whose fields the record carries (Traced.sender), so a value
+        # written both before the delete and after it is told as the store kept it.
         revived: list[tuple[Traced, WriteState, _Cause]] = []
         for group in view.by_slot.values():
             for t in group:
-                head = t.write
-                cause = _cause(head, latest, top)
+                cause = _cause(t.write, latest, top)
                 if cause is not None and all(_cause(p, latest, top) for p in t.more):
-                    revived.append((t, head, cause))
+                    cited = t.sender()
+                    revived.append((t, cited, _cause(cited, latest, top) or cause))
         if not revived:
             return
         record, write, cause = min(revived, key=_revived_position)

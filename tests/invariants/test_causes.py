@@ -159,6 +159,24 @@ def test_a_write_of_unknown_outcome_from_before_the_delete_is_not_delete_ignored
     assert only(check(h, "deletion_monotonicity"))[0] == "no_tombstone"
 
 
+def test_a_value_written_before_and_after_the_delete_is_told_as_the_store_kept_it():
+    """The naive store of the tutorial: the same value under two spellings, one write
+    before the delete and a late one after it; a restore still in flight makes the read
+    one that a restore may follow, and both writes are below the delete's seq. The
+    record carries the later write's spelling, so the store accepted a write after the
+    delete (no_tombstone); it did not ignore the delete (delete_ignored)."""
+    h = HistoryBuilder()
+    h.write(0, "u1", "job", "works as doctor", 1, attribute="job").ok()
+    h.delete(0, "u1", 5).ok()
+    h.write(0, "u1", "job", "works as doctor", 1, attribute="JOB").ok()
+    restore = h.restore(1, "u1", 6)  # in flight while the read runs
+    h.read(2, "u1").ok(Record("u1", "JOB", "works as doctor", 1, 2))
+    restore.fail("unsupported")
+    cause, detail = only(check(h, "deletion_monotonicity"))
+    assert cause == "no_tombstone", detail
+    assert detail.startswith("op 4 "), detail
+
+
 def test_a_record_from_before_the_delete_still_served_is_delete_ignored():
     h = HistoryBuilder()
     h.write(0, "u1", "drink", "tea", 1).ok()
