@@ -317,21 +317,13 @@ class _Replayed(Exception):
 def _read_locked(conn: Connection, given: dict[str, Any], attr_key: str | None
                  ) -> tuple[Ack | None, rules.CurrentRecord | None]:
     """The op_id's first outcome if it is logged, and the key's current record (a
-    write's), read under the entity's lock; a write reads both in one statement."""
-    logged: tuple[Any, ...] | None
-    found: tuple[Any, ...] | None = None
-    if attr_key is None:
-        first = conn.execute(_FIRST_OUTCOME, given).first()
-        logged = None if first is None else tuple(first)
-    else:
-        read = conn.execute(_LOGGED_AND_CURRENT, {**given, "b_attr_key": attr_key}).one()
-        logged = None if read[0] is None else read[:3]
-        found = None if read[3] is None else read[3:]
-    outcome = None
-    if logged is not None:
-        applied, version, reason = logged
-        outcome = Ack(bool(applied), None if version is None else int(version), reason)
-    return outcome, None if found is None else rules.CurrentRecord(*found)
+    write's; a delete or restore names no key, which matches no record), read under the
+    entity's lock in one statement."""
+    read = conn.execute(_LOGGED_AND_CURRENT, {**given, "b_attr_key": attr_key}).one()
+    applied, version, reason, *found = read
+    logged = None if applied is None else Ack(bool(applied),
+                                              None if version is None else int(version), reason)
+    return logged, None if found[0] is None else rules.CurrentRecord(*found)
 
 
 def _apply(conn: Connection, op: Write | Delete | Restore, change: rules.Change) -> None:
@@ -350,8 +342,7 @@ def _apply(conn: Connection, op: Write | Delete | Restore, change: rules.Change)
             conn.execute(_INSERT_TOMBSTONE, {
                 "namespace": op.namespace, "entity_id": op.entity_id,
                 "version": change.version, "causal_seq": change.causal_seq,
-                "op_id": change.op_id, "reason": change.reason, "created_at": change.now,
-                "restored_at": None, "restore_seq": None, "restore_op_id": None})
+                "op_id": change.op_id, "reason": change.reason, "created_at": change.now})
         case rules.DeleteActive(version=version, now=now):
             conn.execute(_DELETE_ACTIVE, {**entity, "b_version": version, "b_now": now})
         case rules.MarkRestored(restore_seq=seq):
@@ -384,19 +375,16 @@ def _lock_entity(dialect_insert: Callable[[Any], Any]) -> Any:
 
 _LOCK_ENTITY = {"sqlite": _lock_entity(sqlite.insert),
                 "postgresql": _lock_entity(postgresql.insert)}
-_logged = and_(operations.c.namespace == bindparam("b_namespace"),
-               operations.c.op_id == bindparam("b_op_id"))
-_FIRST_OUTCOME = select(operations.c.applied, operations.c.version,
-                        operations.c.reason).where(_logged)
 _LOGGED_AND_CURRENT = (
     select(operations.c.applied, operations.c.version, operations.c.reason,
            _m.id, _m.value, _m.value_key, _m.causal_seq, _m.version)
     .select_from(select(literal(1).label("one")).subquery("one")
-                 .outerjoin(operations, _logged)
+                 .outerjoin(operations, and_(operations.c.namespace == bindparam("b_namespace"),
+                                             operations.c.op_id == bindparam("b_op_id")))
                  .outerjoin(memories, and_(*_in_entity, _m.attr_key == bindparam("b_attr_key"),
                                            ACTIVE))))
-"""A write's reads under the lock in one statement: the op_id's first outcome, if it is
-logged, and the key's current record (each all None where there is none)."""
+"""An operation's reads under the lock: the op_id's first outcome, if it is logged, and
+the key's current record (each all None where there is none)."""
 _PAGE = 1000
 """Entity ids :meth:`ReferenceStore.entities` reads per query."""
 
