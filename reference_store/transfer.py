@@ -88,9 +88,13 @@ Check = Callable[[str, Any], Any]
 # -- field checks -----------------------------------------------------------------------
 
 
-def _text(name: str, value: Any) -> str:
-    check_text(name, value)
-    return str(value)
+def _checked(check: Callable[[str, Any], object]) -> Check:
+    """A validation rule as a field check: the value passes through unchanged."""
+    def run(name: str, value: Any) -> Any:
+        check(name, value)
+        return value
+
+    return run
 
 
 def _or_none(check: Check) -> Check:
@@ -98,21 +102,27 @@ def _or_none(check: Check) -> Check:
     return lambda name, value: None if value is None else check(name, value)
 
 
-def _value(name: str, value: Any) -> str:
-    """Any size here: the limit is the importing store's, checked once the line is parsed."""
-    check_text(name, value, max_bytes=sys.maxsize)
-    return str(value)
+def _rule(holds: Callable[[Any], bool], problem: str, fix: str,
+          then: Callable[[Any], Any] = lambda value: value) -> Check:
+    """A check refusing any value for which ``holds`` is false, and converting the others."""
+    def check(name: str, value: Any) -> Any:
+        if not holds(value):
+            raise InvalidInput(name, value, problem, fix)
+        return then(value)
+
+    return check
 
 
-def _derived_text(name: str, value: Any) -> str:
-    if not isinstance(value, str):
-        raise InvalidInput(name, value, "is not a str", "Pass the text the export wrote.")
-    return value
+def _number(holds: Callable[[float], bool], problem: str, fix: str) -> Check:
+    """A JSON number (not a boolean) for which ``holds``, as a float."""
+    within = _rule(holds, problem, fix, float)
 
+    def check(name: str, value: Any) -> float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise InvalidInput(name, value, "is not a number", "Pass a JSON number.")
+        return float(within(name, value))
 
-def _namespace(name: str, value: Any) -> str:
-    check_namespace(value)
-    return str(value)
+    return check
 
 
 def _seq(name: str, value: Any) -> int:
@@ -130,40 +140,6 @@ def _version(name: str, value: Any) -> int:
     return number
 
 
-def _bool(name: str, value: Any) -> bool:
-    if not isinstance(value, bool):
-        raise InvalidInput(name, value, "is not a boolean", "Use true or false.")
-    return value
-
-
-def _number(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise InvalidInput(name, value, "is not a number", "Pass a JSON number.")
-    return float(value)
-
-
-def _time(name: str, value: Any) -> float:
-    number = _number(name, value)
-    if not math.isfinite(number):
-        raise InvalidInput(name, value, "is not finite", "Pass seconds since the epoch.")
-    return number
-
-
-def _score(name: str, value: Any) -> float:
-    number = _number(name, value)
-    if not (math.isfinite(number) and number >= 0):
-        raise InvalidInput(name, value, "is not a finite number >= 0", "Pass a score >= 0.")
-    return number
-
-
-def _half_life(name: str, value: Any) -> float:
-    number = _number(name, value)
-    if not number > 0:
-        raise InvalidInput(name, value, "is not > 0",
-                           "Pass the half-life in seconds (Infinity: never decays).")
-    return number
-
-
 def _tags(name: str, value: Any) -> str:
     if not isinstance(value, list):
         raise InvalidInput(name, value, "is not a list", "Pass a JSON array of strings.")
@@ -174,25 +150,25 @@ def _tags(name: str, value: Any) -> str:
 
 def _one_of(choices: Iterable[str]) -> Check:
     allowed = tuple(choices)
-
-    def check(name: str, value: Any) -> str:
-        if value not in allowed:
-            raise InvalidInput(name, value, "is not a known value",
-                               f"Use one of {', '.join(allowed)}.")
-        return str(value)
-
-    return check
+    return _rule(lambda value: value in allowed, "is not a known value",
+                 f"Use one of {', '.join(allowed)}.")
 
 
-def _memory_type(name: str, value: Any) -> str:
-    check_memory_type(value)
-    return str(value)
-
-
-def _count(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise InvalidInput(name, value, "is not an int >= 0", "Pass a whole count.")
-    return value
+_text = _checked(check_text)
+_namespace = _checked(lambda _, value: check_namespace(value))
+_memory_type = _checked(lambda _, value: check_memory_type(value))
+_value = _checked(lambda name, value: check_text(name, value, max_bytes=sys.maxsize))
+"""Any size here: the limit is the importing store's, checked once the line is parsed."""
+_derived_text = _rule(lambda value: isinstance(value, str), "is not a str",
+                      "Pass the text the export wrote.")
+_bool = _rule(lambda value: isinstance(value, bool), "is not a boolean", "Use true or false.")
+_count = _rule(lambda value: not isinstance(value, bool) and isinstance(value, int)
+               and value >= 0, "is not an int >= 0", "Pass a whole count.")
+_time = _number(math.isfinite, "is not finite", "Pass seconds since the epoch.")
+_score = _number(lambda number: math.isfinite(number) and number >= 0,
+                 "is not a finite number >= 0", "Pass a score >= 0.")
+_half_life = _number(lambda number: number > 0, "is not > 0",
+                     "Pass the half-life in seconds (Infinity: never decays).")
 
 
 @dataclass(frozen=True)
@@ -291,13 +267,7 @@ def _exported(table: Table, column: str, value: Any) -> Any:
     if table is memories and column == "tags":
         return json.loads(value)
     python_type = table.c[column].type.python_type
-    if python_type is float:
-        return float(value)
-    if python_type is bool:
-        return bool(value)
-    if python_type is int:
-        return int(value)
-    return value
+    return python_type(value) if python_type in (float, bool, int) else value
 
 
 # -- import -----------------------------------------------------------------------------
