@@ -11,35 +11,28 @@ is an error and not a silently missing ``op_id``.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from starlette.responses import JSONResponse
 
 from invariants.backend import Ack, Delete, Record, Restore, Write
 
-from .. import Hit, ImportReport, WriteOptions
+from .. import Hit, ImportReport, ReferenceStore, WriteOptions
 from ..validation import check_namespace, check_text
 from .errors import Refusal, field_error, shown_name
 
 __all__ = [
+    "CALLS",
     "MAX_LIMIT",
     "NULLABLE",
     "ROUTE_FIELDS",
     "Answer",
-    "Listing",
+    "Work",
     "ack_body",
     "decode",
     "hit_body",
     "import_body",
-    "parse_delete",
-    "parse_forget",
-    "parse_listing",
-    "parse_read",
-    "parse_restore",
-    "parse_touch",
-    "parse_write",
     "record_body",
 ]
 
@@ -99,7 +92,11 @@ def decode(raw: bytes, route: str) -> dict[str, Any]:
     return document
 
 
-def parse_write(body: Mapping[str, Any]) -> tuple[Write, WriteOptions]:
+Work = Callable[[ReferenceStore], dict[str, Any]]
+"""A request's store work, run with a handle of its own; it returns the answer's body."""
+
+
+def write(body: Mapping[str, Any]) -> Work:
     op = Write(body["namespace"], body["entity_id"], body["attribute"], body["value"],
                body["causal_seq"], body["op_id"], body.get("source"))
     defaults = WriteOptions()
@@ -109,49 +106,76 @@ def parse_write(body: Mapping[str, Any]) -> tuple[Write, WriteOptions]:
         score=body.get("score", defaults.score),
         half_life_seconds=body.get("half_life_seconds"),
     )
-    return op, options
+    return lambda store: ack_body(store.remember(op, options))
 
 
-def parse_delete(body: Mapping[str, Any]) -> Delete:
-    return Delete(body["namespace"], body["entity_id"], body["causal_seq"], body["op_id"],
-                  body.get("reason"))
+def delete(body: Mapping[str, Any]) -> Work:
+    op = Delete(body["namespace"], body["entity_id"], body["causal_seq"], body["op_id"],
+                body.get("reason"))
+    return lambda store: ack_body(store.delete(op))
 
 
-def parse_restore(body: Mapping[str, Any]) -> Restore:
-    return Restore(body["namespace"], body["entity_id"], body["causal_seq"], body["op_id"])
+def restore(body: Mapping[str, Any]) -> Work:
+    op = Restore(body["namespace"], body["entity_id"], body["causal_seq"], body["op_id"])
+    return lambda store: ack_body(store.restore(op))
 
 
-def parse_read(body: Mapping[str, Any]) -> tuple[str, str]:
+def read(body: Mapping[str, Any]) -> Work:
     """The store's read trusts its caller; over the wire the ids are checked here."""
-    check_namespace(body["namespace"])
-    check_text("entity_id", body["entity_id"])
-    return body["namespace"], body["entity_id"]
+    namespace, entity_id = body["namespace"], body["entity_id"]
+    check_namespace(namespace)
+    check_text("entity_id", entity_id)
+    return lambda store: {"records": [record_body(record)
+                                      for record in store.read(namespace, entity_id)]}
 
 
-def parse_touch(body: Mapping[str, Any]) -> tuple[str, str, str]:
-    return body["namespace"], body["entity_id"], body["attribute"]
+def reset(body: Mapping[str, Any]) -> Work:
+    def work(store: ReferenceStore) -> dict[str, Any]:
+        store.reset()
+        return {"reset": True}
+
+    return work
 
 
-def parse_forget(body: Mapping[str, Any]) -> tuple[str, str, str | None]:
-    return body["namespace"], body["entity_id"], body.get("attribute")
+def search(body: Mapping[str, Any]) -> Work:
+    namespace, query, listing = body["namespace"], body["query"], _listing(body)
+    return lambda store: _hits(store.search(namespace, query, **listing))
 
 
-@dataclass(frozen=True, slots=True)
-class Listing:
-    """What search and recall share: where to look, which memories, how many."""
-
-    namespace: str
-    tags: tuple[str, ...]
-    memory_type: str | None
-    limit: int
+def recall(body: Mapping[str, Any]) -> Work:
+    namespace, entity_id, listing = body["namespace"], body.get("entity_id"), _listing(body)
+    return lambda store: _hits(store.recall(namespace, entity_id=entity_id, **listing))
 
 
-def parse_listing(body: Mapping[str, Any]) -> Listing:
+def touch(body: Mapping[str, Any]) -> Work:
+    namespace, entity_id, attribute = body["namespace"], body["entity_id"], body["attribute"]
+    return lambda store: {"access_count": store.touch(namespace, entity_id, attribute)}
+
+
+def forget(body: Mapping[str, Any]) -> Work:
+    namespace, entity_id, attribute = body["namespace"], body["entity_id"], body.get("attribute")
+    return lambda store: {"archived": store.forget(namespace, entity_id, attribute)}
+
+
+CALLS: Mapping[str, Callable[[Mapping[str, Any]], Work]] = {
+    "write": write, "delete": delete, "restore": restore, "read": read, "reset": reset,
+    "search": search, "recall": recall, "touch": touch, "forget": forget,
+}
+"""The routes that take a JSON body, each with what turns its body into store work;
+they are :data:`ROUTE_FIELDS`'s routes."""
+
+
+def _listing(body: Mapping[str, Any]) -> dict[str, Any]:
+    """What search and recall share: which memories, and how many."""
     limit = body.get("limit", 10)
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
         raise field_error("limit", f"is {limit!r}, not an integer in 1..{MAX_LIMIT}",
                           "Ask for a number of hits such as 10.")
-    return Listing(body["namespace"], _tags(body), body.get("memory_type"), limit)
+    return {"tags": _tags(body), "memory_type": body.get("memory_type"), "limit": limit}
+
+
+def _hits(hits: list[Hit]) -> dict[str, Any]:
+    return {"hits": [hit_body(hit) for hit in hits]}
 
 
 def ack_body(ack: Ack) -> dict[str, Any]:
