@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from sqlalchemy import update
+from sqlalchemy import Connection, update
 
 from .schema import entities, memories
 from .validation import check_namespace, check_text
@@ -46,11 +46,9 @@ def forget(store: ReferenceStore, namespace: str, entity_id: str,
         entities.c.namespace == namespace, entities.c.entity_id == entity_id,
     ).values(next_version=entities.c.next_version + 1)
 
-    def attempt() -> int:
-        with store.database.write() as conn:
-            conn.execute(lock)
-            result = conn.execute(statement.values(status="archived",
-                                                   updated_at=store.database.clock()))
-        return int(result.rowcount)
+    def archive(conn: Connection) -> int:
+        conn.execute(lock)
+        archived = statement.values(status="archived", updated_at=store.database.clock())
+        return int(conn.execute(archived).rowcount)
 
-    return store.database.retrying(attempt)
+    return store.database.transaction(archive)

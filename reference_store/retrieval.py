@@ -194,12 +194,8 @@ def touch(store: ReferenceStore, namespace: str, entity_id: str, attribute: str)
               "b_attr_key": store.normalizer.attribute_key(attribute),
               "b_now": store.database.clock()}
 
-    def attempt() -> int:
-        with store.database.write() as conn:
-            count = conn.execute(_TOUCH, params).scalar()
-        return 0 if count is None else int(count)
-
-    return store.database.retrying(attempt)
+    count = store.database.transaction(lambda conn: conn.execute(_TOUCH, params).scalar())
+    return 0 if count is None else int(count)
 
 
 _m = memories.c

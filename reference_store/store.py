@@ -171,12 +171,11 @@ class ReferenceStore:
             last = page[-1]
 
     def reset(self) -> None:
-        def attempt() -> None:
-            with self.database.write() as conn:
-                for table in (memories, tombstones, operations, entities):
-                    conn.execute(delete(table))
+        def empty(conn: Connection) -> None:
+            for table in (memories, tombstones, operations, entities):
+                conn.execute(delete(table))
 
-        self.database.retrying(attempt)
+        self.database.transaction(empty)
 
     def close(self) -> None:
         self.database.close()
@@ -269,25 +268,24 @@ class ReferenceStore:
         key = {"b_namespace": op.namespace, "b_entity_id": op.entity_id}
         given = {**key, "b_op_id": op.op_id}
 
-        def attempt() -> Ack:
-            with self.database.write() as conn:
-                entity = rules.LockedEntity(*conn.execute(self._lock_entity, key).one())
-                logged, current = _read_locked(conn, given, attr_key)
-                if logged is not None:
-                    raise _Replayed(logged)
-                now = self.database.clock()
-                decision = decide(entity, current, now)
-                for change in decision.changes:
-                    _apply(conn, op, change)
-                ack = decision.ack
-                conn.execute(_INSERT_OPERATION, {
-                    "namespace": op.namespace, "op_id": op.op_id, "kind": kind,
-                    "entity_id": op.entity_id, "applied": ack.applied, "version": ack.version,
-                    "reason": ack.reason, "created_at": now})
-                return ack
+        def attempt(conn: Connection) -> Ack:
+            entity = rules.LockedEntity(*conn.execute(self._lock_entity, key).one())
+            logged, current = _read_locked(conn, given, attr_key)
+            if logged is not None:
+                raise _Replayed(logged)
+            now = self.database.clock()
+            decision = decide(entity, current, now)
+            for change in decision.changes:
+                _apply(conn, op, change)
+            ack = decision.ack
+            conn.execute(_INSERT_OPERATION, {
+                "namespace": op.namespace, "op_id": op.op_id, "kind": kind,
+                "entity_id": op.entity_id, "applied": ack.applied, "version": ack.version,
+                "reason": ack.reason, "created_at": now})
+            return ack
 
         try:
-            ack = self.database.retrying(attempt)
+            ack = self.database.transaction(attempt)
         except _Replayed as replayed:
             return replayed.outcome
         if self.metrics is not None:

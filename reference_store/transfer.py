@@ -298,11 +298,7 @@ def import_jsonl(store: ReferenceStore, lines: Iterable[str | bytes]) -> ImportR
         except _Reject as reason:
             rejected.append(Rejection(number, reason.field, reason.message))
 
-    def attempt() -> list[Rejection]:
-        with store.database.write() as conn:
-            return _apply(conn, parsed)
-
-    late = store.database.retrying(attempt) if parsed else []
+    late = store.database.transaction(lambda conn: _apply(conn, parsed)) if parsed else []
     everything = sorted([*rejected, *late], key=lambda rejection: rejection.line)
     return ImportReport(len(parsed) - len(late), tuple(everything))
 
