@@ -40,7 +40,7 @@ from invariants.normalize.semantic import cosine
 from invariants.normalize.surface import CJK, fold
 
 from .schema import ACTIVE, memories
-from .validation import check_memory_type, check_namespace, check_text
+from .validation import check_memory_type, check_namespace, check_tags, check_text
 
 if TYPE_CHECKING:
     from .store import ReferenceStore
@@ -57,8 +57,6 @@ __all__ = [
 
 #: Weights of similarity and strength in a search rank.
 RANK_WEIGHTS = (0.6, 0.4)
-
-MAX_TAG_BYTES = 256
 
 _CJK_RUN = re.compile(f"[{CJK}]+")
 
@@ -251,8 +249,7 @@ def _candidates(
             f"pass a tuple of tags, e.g. tags=({tags!r},)."
         )
     wanted = tuple(tags)
-    for tag in wanted:
-        check_text("tags", tag, max_bytes=MAX_TAG_BYTES)
+    check_tags(wanted)
     if memory_type is not None:
         check_memory_type(memory_type)
     # Ordered as the partial index of active rows is, so SQLite reads them through it:

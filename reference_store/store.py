@@ -53,7 +53,7 @@ from .retrieval import Hit
 from .schema import ACTIVE, entities, memories, operations, tombstones
 from .transfer import ImportReport
 from .trust import place
-from .validation import check_memory_type, check_op, check_strength, check_text
+from .validation import check_memory_type, check_op, check_strength, check_tags
 
 if TYPE_CHECKING:
     from .metrics import StoreMetrics
@@ -233,8 +233,7 @@ class ReferenceStore:
         with self._counting_invalid("write"):
             check_op(op, max_value_bytes=self.config.max_value_bytes)
             check_memory_type(options.memory_type)
-            for tag in options.tags:
-                check_text("tags", tag, max_bytes=256)
+            check_tags(options.tags)
             check_strength(options.score, options.half_life_seconds)
         placed = place(op.source, op.value, options.memory_type, options.score)
         half_life = (self.config.default_half_life_seconds if options.half_life_seconds is None

@@ -43,14 +43,12 @@ from invariants.errors import InvalidInput
 
 from .schema import MEMORY_STATUSES, entities, memories, operations, tombstones
 from .trust import TrustLevel, place
-from .validation import check_memory_type, check_namespace, check_seq, check_text
+from .validation import check_memory_type, check_namespace, check_seq, check_tags, check_text
 
 if TYPE_CHECKING:
     from .store import ReferenceStore
 
 __all__ = ["KINDS", "ImportReport", "Rejection", "export_jsonl", "import_jsonl"]
-
-MAX_TAG_BYTES = 256
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,8 +141,7 @@ def _version(name: str, value: Any) -> int:
 def _tags(name: str, value: Any) -> str:
     if not isinstance(value, list):
         raise InvalidInput(name, value, "is not a list", "Pass a JSON array of strings.")
-    for tag in value:
-        check_text(name, tag, max_bytes=MAX_TAG_BYTES)
+    check_tags(value)
     return json.dumps(sorted(set(value)), ensure_ascii=False)
 
 

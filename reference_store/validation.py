@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable
 
 from invariants.backend import Delete, Restore, Write
 from invariants.errors import InvalidInput, ValueTooLarge
@@ -19,15 +20,18 @@ from .schema import MEMORY_TYPES
 
 __all__ = [
     "MAX_ID_CHARS",
+    "MAX_TAG_BYTES",
     "check_memory_type",
     "check_namespace",
     "check_op",
     "check_strength",
+    "check_tags",
     "check_text",
 ]
 
 MAX_ID_CHARS = 512
 MAX_SEQ = 2**63 - 1
+MAX_TAG_BYTES = 256
 _NAMESPACE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:/@-]{0,127}")
 
 
@@ -57,6 +61,11 @@ def check_text(field: str, value: object, *, max_bytes: int = MAX_ID_CHARS * 4,
             field, value, f"is {size} bytes of UTF-8, over the limit of {max_bytes}",
             "Shorten it, or open the store with a larger max_value_bytes.",
         )
+
+
+def check_tags(tags: Iterable[object]) -> None:
+    for tag in tags:
+        check_text("tags", tag, max_bytes=MAX_TAG_BYTES)
 
 
 def check_namespace(namespace: object) -> None:

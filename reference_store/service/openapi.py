@@ -14,7 +14,7 @@ from typing import Any, Final
 
 from ..config import DEFAULT_MAX_VALUE_BYTES
 from ..schema import MEMORY_TYPES
-from ..validation import MAX_ID_CHARS, MAX_SEQ
+from ..validation import MAX_ID_CHARS, MAX_SEQ, MAX_TAG_BYTES
 from .wire import MAX_LIMIT, ROUTE_FIELDS
 
 __all__ = ["FIELDS", "PROTOCOL_VERSION", "openapi_document", "openapi_text"]
@@ -27,7 +27,8 @@ _ID: Final = {"type": "string", "minLength": 1, "maxLength": MAX_ID_CHARS * 4,
 _SEQ: Final = {"type": "integer", "format": "int64", "minimum": 0, "maximum": MAX_SEQ,
                "description": "Lamport time assigned when the operation started; a retry "
                               "reuses it."}
-_TAGS: Final = {"type": "array", "items": {"type": "string", "minLength": 1, "maxLength": 256},
+_TAGS: Final = {"type": "array",
+                "items": {"type": "string", "minLength": 1, "maxLength": MAX_TAG_BYTES},
                 "description": "Labels; a search or recall keeps memories holding all of "
                                "them."}
 _MEMORY_TYPE: Final = {"type": "string", "enum": list(MEMORY_TYPES)}

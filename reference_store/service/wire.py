@@ -236,12 +236,8 @@ _ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(","
 
 def _json_type(value: object) -> str:
     """The JSON name of a decoded value's type, for messages a non-Python client reads."""
-    for kind, name in _JSON_TYPES:
-        if isinstance(value, kind):
-            return name
-    return "null"
+    return _JSON_TYPES.get(type(value), "null")
 
 
-_JSON_TYPES: tuple[tuple[type, str], ...] = (
-    (bool, "boolean"), (int, "number"), (float, "number"), (str, "string"), (list, "array"),
-    (dict, "object"))
+_JSON_TYPES: Mapping[type, str] = {bool: "boolean", int: "number", float: "number",
+                                   str: "string", list: "array", dict: "object"}
