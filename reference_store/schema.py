@@ -8,10 +8,13 @@ entity first upserts it, which serializes them on PostgreSQL and hands out versi
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import (
     BigInteger,
     Boolean,
     Column,
+    ColumnElement,
     Float,
     Index,
     Integer,
@@ -27,6 +30,7 @@ __all__ = [
     "ACTIVE",
     "MEMORY_STATUSES",
     "MEMORY_TYPES",
+    "by_code_point",
     "entities",
     "memories",
     "metadata",
@@ -117,6 +121,14 @@ operations = Table(
     Column("reason", Text, nullable=True),
     Column("created_at", Float, nullable=False),
 )
+
+def by_code_point(column: ColumnElement[Any], dialect: str) -> ColumnElement[Any]:
+    """``column`` as it sorts by code point, the same on both databases: text sorts so on
+    SQLite, and on PostgreSQL in the "C" collation."""
+    if dialect == "postgresql" and isinstance(column.type, String):
+        return column.collate("C")
+    return column
+
 
 ACTIVE = memories.c.status == literal_column("'active'")
 """The condition of an active row, as a literal rather than a bound parameter: the

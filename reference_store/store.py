@@ -27,7 +27,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
 from sqlalchemy import (
-    ColumnElement,
     Connection,
     Engine,
     and_,
@@ -50,7 +49,7 @@ from .database import Database
 from .engine import normalize_url
 from .normalize import Embedder, Normalizer, load_lexicon
 from .retrieval import Hit
-from .schema import ACTIVE, entities, memories, operations, tombstones
+from .schema import ACTIVE, by_code_point, entities, memories, operations, tombstones
 from .transfer import ImportReport
 from .trust import place
 from .validation import check_memory_type, check_op, check_strength, check_tags
@@ -158,9 +157,7 @@ class ReferenceStore:
         last: str | None = None
         while True:
             with self.database.read() as conn:
-                key: ColumnElement[str] = entities.c.entity_id
-                if conn.dialect.name == "postgresql":
-                    key = key.collate("C")  # code point order, as on SQLite
+                key = by_code_point(entities.c.entity_id, conn.dialect.name)
                 query = select(entities.c.entity_id).where(entities.c.namespace == namespace)
                 if last is not None:
                     query = query.where(key > last)

@@ -37,11 +37,11 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO, get_args
 
-from sqlalchemy import ColumnElement, Connection, Table, insert, select, text
+from sqlalchemy import Connection, Table, insert, select, text
 
 from invariants.errors import InvalidInput
 
-from .schema import MEMORY_STATUSES, entities, memories, operations, tombstones
+from .schema import MEMORY_STATUSES, by_code_point, entities, memories, operations, tombstones
 from .trust import TrustLevel, place
 from .validation import check_memory_type, check_namespace, check_seq, check_tags, check_text
 
@@ -241,12 +241,7 @@ def _export_kind(conn: Connection, kind: str, spec: _Kind,
                  namespace: str | None) -> Iterator[str]:
     table = spec.table
     columns = spec.columns
-    order: list[ColumnElement[Any]] = []
-    for name in spec.order:
-        key: ColumnElement[Any] = table.c[name]
-        if conn.dialect.name == "postgresql" and name in ("namespace", "entity_id", "op_id"):
-            key = key.collate("C")
-        order.append(key)
+    order = (by_code_point(table.c[name], conn.dialect.name) for name in spec.order)
     query = select(*(table.c[column] for column in columns)).order_by(*order)
     if namespace is not None:
         query = query.where(table.c.namespace == namespace)
