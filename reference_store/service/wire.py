@@ -10,6 +10,7 @@ is an error and not a silently missing ``op_id``.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -29,11 +30,9 @@ __all__ = [
     "ROUTE_FIELDS",
     "Answer",
     "Work",
-    "ack_body",
+    "as_object",
     "decode",
-    "hit_body",
     "import_body",
-    "record_body",
 ]
 
 MAX_LIMIT = 1000
@@ -106,18 +105,18 @@ def write(body: Mapping[str, Any]) -> Work:
         score=body.get("score", defaults.score),
         half_life_seconds=body.get("half_life_seconds"),
     )
-    return lambda store: ack_body(store.remember(op, options))
+    return lambda store: as_object(store.remember(op, options))
 
 
 def delete(body: Mapping[str, Any]) -> Work:
     op = Delete(body["namespace"], body["entity_id"], body["causal_seq"], body["op_id"],
                 body.get("reason"))
-    return lambda store: ack_body(store.delete(op))
+    return lambda store: as_object(store.delete(op))
 
 
 def restore(body: Mapping[str, Any]) -> Work:
     op = Restore(body["namespace"], body["entity_id"], body["causal_seq"], body["op_id"])
-    return lambda store: ack_body(store.restore(op))
+    return lambda store: as_object(store.restore(op))
 
 
 def read(body: Mapping[str, Any]) -> Work:
@@ -125,7 +124,7 @@ def read(body: Mapping[str, Any]) -> Work:
     namespace, entity_id = body["namespace"], body["entity_id"]
     check_namespace(namespace)
     check_text("entity_id", entity_id)
-    return lambda store: {"records": [record_body(record)
+    return lambda store: {"records": [as_object(record)
                                       for record in store.read(namespace, entity_id)]}
 
 
@@ -175,27 +174,16 @@ def _listing(body: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _hits(hits: list[Hit]) -> dict[str, Any]:
-    return {"hits": [hit_body(hit) for hit in hits]}
+    return {"hits": [as_object(hit) for hit in hits]}
 
 
-def ack_body(ack: Ack) -> dict[str, Any]:
-    return {"applied": ack.applied, "version": ack.version, "reason": ack.reason}
+def as_object(result: Ack | Record | Hit) -> dict[str, Any]:
+    """A result of the store as its JSON object: every field, in declaration order."""
+    return {name: getattr(result, name) for name in _FIELDS[type(result)]}
 
 
-def record_body(record: Record) -> dict[str, Any]:
-    return {"entity_id": record.entity_id, "attribute": record.attribute,
-            "value": record.value, "causal_seq": record.causal_seq, "version": record.version}
-
-
-def hit_body(hit: Hit) -> dict[str, Any]:
-    return {
-        "namespace": hit.namespace, "entity_id": hit.entity_id, "attribute": hit.attribute,
-        "value": hit.value, "causal_seq": hit.causal_seq, "version": hit.version,
-        "memory_type": hit.memory_type, "tags": list(hit.tags), "trust": hit.trust,
-        "instruction_like": hit.instruction_like, "access_count": hit.access_count,
-        "score": hit.score, "strength": hit.strength, "similarity": hit.similarity,
-        "rank": hit.rank,
-    }
+_FIELDS = {kind: tuple(field.name for field in dataclasses.fields(kind))
+           for kind in (Ack, Record, Hit)}
 
 
 def import_body(report: ImportReport) -> dict[str, Any]:
