@@ -8,6 +8,8 @@ entity first upserts it, which serializes them on PostgreSQL and hands out versi
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable
 from typing import Any
 
 from sqlalchemy import (
@@ -35,6 +37,7 @@ __all__ = [
     "memories",
     "metadata",
     "operations",
+    "tags_text",
     "tombstones",
 ]
 
@@ -121,6 +124,12 @@ operations = Table(
     Column("reason", Text, nullable=True),
     Column("created_at", Float, nullable=False),
 )
+
+def tags_text(tags: Iterable[str]) -> str:
+    """The ``tags`` column's text for a set of tags: a JSON array, sorted, so that one
+    set is always stored, exported and matched as the same text."""
+    return json.dumps(sorted(set(tags)), ensure_ascii=False)
+
 
 def by_code_point(column: ColumnElement[Any], dialect: str) -> ColumnElement[Any]:
     """``column`` as it sorts by code point, the same on both databases: text sorts so on

@@ -18,7 +18,6 @@ never both insert, and a stale write can never slip past a newer one.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -49,7 +48,7 @@ from .database import Database
 from .engine import normalize_url
 from .normalize import Embedder, Normalizer, load_lexicon
 from .retrieval import Hit
-from .schema import ACTIVE, by_code_point, entities, memories, operations, tombstones
+from .schema import ACTIVE, by_code_point, entities, memories, operations, tags_text, tombstones
 from .transfer import ImportReport
 from .trust import place
 from .validation import check_memory_type, check_op, check_strength, check_tags
@@ -248,8 +247,7 @@ class ReferenceStore:
             "trust": placed.trust,
             "memory_type": placed.memory_type,
             "instruction_like": placed.instruction_like,
-            "tags": json.dumps(sorted(set(options.tags)), ensure_ascii=False)
-                    if options.tags else "[]",
+            "tags": tags_text(options.tags),
             "score": placed.score,
             "half_life_seconds": half_life,
             "access_count": 0,

@@ -41,7 +41,15 @@ from sqlalchemy import Connection, Table, insert, select, text
 
 from invariants.errors import InvalidInput
 
-from .schema import MEMORY_STATUSES, by_code_point, entities, memories, operations, tombstones
+from .schema import (
+    MEMORY_STATUSES,
+    by_code_point,
+    entities,
+    memories,
+    operations,
+    tags_text,
+    tombstones,
+)
 from .trust import TrustLevel, place
 from .validation import check_memory_type, check_namespace, check_seq, check_tags, check_text
 
@@ -142,7 +150,7 @@ def _tags(name: str, value: Any) -> str:
     if not isinstance(value, list):
         raise InvalidInput(name, value, "is not a list", "Pass a JSON array of strings.")
     check_tags(value)
-    return json.dumps(sorted(set(value)), ensure_ascii=False)
+    return tags_text(value)
 
 
 def _one_of(choices: Iterable[str]) -> Check:
