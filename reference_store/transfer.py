@@ -176,30 +176,31 @@ _half_life = _number(lambda number: number > 0, "is not > 0",
                      "Pass the half-life in seconds (Infinity: never decays).")
 
 
+_COLUMN = {"op_kind": "kind"}
+"""The JSON names that are not their column's: the operation log's ``kind`` would clash
+with the line's own."""
+
+
 @dataclass(frozen=True)
 class _Kind:
-    """How one table travels: JSON name -> (column, check), in the export's sort order."""
+    """How one table travels: JSON name -> check, and the export's sort order."""
 
     table: Table
-    fields: Mapping[str, tuple[str, Check]]
+    fields: Mapping[str, Check]
     order: tuple[str, ...]
 
     @property
     def columns(self) -> dict[str, str]:
         """Column name -> JSON name."""
-        return {column: name for name, (column, _) in self.fields.items()}
-
-
-def _same(**checks: Check) -> dict[str, tuple[str, Check]]:
-    return {name: (name, check) for name, check in checks.items()}
+        return {_COLUMN.get(name, name): name for name in self.fields}
 
 
 KINDS: Mapping[str, _Kind] = {
-    "entity": _Kind(entities, _same(
+    "entity": _Kind(entities, dict(
         namespace=_namespace, entity_id=_text, next_version=_version, deleted=_bool,
         delete_seq=_or_none(_seq), restore_seq=_or_none(_seq),
     ), ("namespace", "entity_id")),
-    "memory": _Kind(memories, _same(
+    "memory": _Kind(memories, dict(
         namespace=_namespace, entity_id=_text, attribute=_text, attr_key=_derived_text,
         value=_value, value_key=_derived_text, version=_version, causal_seq=_seq,
         op_id=_text, source=_or_none(_text), trust=_one_of(get_args(TrustLevel)),
@@ -208,17 +209,16 @@ KINDS: Mapping[str, _Kind] = {
         updated_at=_time, last_accessed_at=_or_none(_time),
         status=_one_of(MEMORY_STATUSES), superseded_by=_or_none(_version),
     ), ("namespace", "entity_id", "version", "id")),
-    "tombstone": _Kind(tombstones, _same(
+    "tombstone": _Kind(tombstones, dict(
         namespace=_namespace, entity_id=_text, version=_version, causal_seq=_seq,
         op_id=_text, reason=_or_none(_text), created_at=_time, restored_at=_or_none(_time),
         restore_seq=_or_none(_seq), restore_op_id=_or_none(_text),
     ), ("namespace", "entity_id", "version", "id")),
-    "operation": _Kind(operations, {
-        **_same(namespace=_namespace, op_id=_text),
-        "op_kind": ("kind", _one_of(("write", "delete", "restore"))),
-        **_same(entity_id=_text, applied=_bool, version=_or_none(_version),
-                reason=_or_none(_text), created_at=_time),
-    }, ("namespace", "op_id")),
+    "operation": _Kind(operations, dict(
+        namespace=_namespace, op_id=_text, op_kind=_one_of(("write", "delete", "restore")),
+        entity_id=_text, applied=_bool, version=_or_none(_version), reason=_or_none(_text),
+        created_at=_time,
+    ), ("namespace", "op_id")),
 }
 """Every table that travels, in export order; ``id`` columns are left out on purpose."""
 
@@ -328,12 +328,12 @@ def _parse(store: ReferenceStore, number: int, raw: str) -> _Parsed:
         raise _Reject(unknown[0], f"{unknown[0]!r} is not a field of a {kind} line; "
                                   "it may come from a newer memcert, which it would lose")
     row: dict[str, Any] = {}
-    for name, (column, check) in spec.fields.items():
+    for name, check in spec.fields.items():
         if name not in document:
             raise _Reject(name, f"{name} is missing; a {kind} line needs every field "
                                 "the export writes, null where there is no value")
         try:
-            row[column] = check(name, document[name])
+            row[_COLUMN.get(name, name)] = check(name, document[name])
         except InvalidInput as error:
             raise _Reject(error.field, str(error)) from None
     if kind == "memory":
