@@ -132,10 +132,7 @@ def _number(holds: Callable[[float], bool], problem: str, fix: str) -> Check:
 
 
 def _seq(name: str, value: Any) -> int:
-    try:
-        check_seq(value)
-    except InvalidInput as error:
-        raise InvalidInput(name, value, error.problem, error.fix) from None
+    check_seq(value, name)
     return int(value)
 
 

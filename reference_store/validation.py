@@ -79,17 +79,17 @@ def check_namespace(namespace: object) -> None:
         )
 
 
-def check_seq(causal_seq: object) -> None:
-    """A causal_seq is a non-negative 64-bit int; bool is rejected although it is an int."""
+def check_seq(causal_seq: object, field: str = "causal_seq") -> None:
+    """A causal_seq (or any of the counters an import carries) is a non-negative 64-bit
+    int; bool is rejected although it is an int."""
     if isinstance(causal_seq, bool) or not isinstance(causal_seq, int):
         raise InvalidInput(
-            "causal_seq", causal_seq, "is not an integer",
+            field, causal_seq, "is not an integer",
             "Assign it from a Lamport clock when the operation starts.",
         )
     if causal_seq < 0 or causal_seq > MAX_SEQ:
         raise InvalidInput(
-            "causal_seq", causal_seq, f"is outside 0..{MAX_SEQ}",
-            "Use a non-negative 64-bit counter.",
+            field, causal_seq, f"is outside 0..{MAX_SEQ}", "Use a non-negative 64-bit counter.",
         )
 
 
