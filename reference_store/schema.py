@@ -9,7 +9,7 @@ entity first upserts it, which serializes them on PostgreSQL and hands out versi
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Collection
 from typing import Any
 
 from sqlalchemy import (
@@ -125,10 +125,10 @@ operations = Table(
     Column("created_at", Float, nullable=False),
 )
 
-def tags_text(tags: Iterable[str]) -> str:
+def tags_text(tags: Collection[str]) -> str:
     """The ``tags`` column's text for a set of tags: a JSON array, sorted, so that one
     set is always stored, exported and matched as the same text."""
-    return json.dumps(sorted(set(tags)), ensure_ascii=False)
+    return json.dumps(sorted(set(tags)), ensure_ascii=False) if tags else "[]"
 
 
 def by_code_point(column: ColumnElement[Any], dialect: str) -> ColumnElement[Any]:
