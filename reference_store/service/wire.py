@@ -1,4 +1,5 @@
-"""The JSON bodies of the protocol, to and from the store's own types.
+"""The JSON bodies of the protocol: each route's body as one call of the store's API
+(:data:`CALLS`), and the store's answers as JSON.
 
 Parsing only checks the *shape* of a body: that it is an object, that every required
 field is there and no unknown one is, and that lists are lists. What a field's value
