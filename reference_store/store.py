@@ -313,8 +313,8 @@ def _read_locked(conn: Connection, given: dict[str, Any], attr_key: str | None
     entity's lock in one statement."""
     read = conn.execute(_LOGGED_AND_CURRENT, {**given, "b_attr_key": attr_key}).one()
     applied, version, reason, *found = read
-    logged = None if applied is None else Ack(bool(applied),
-                                              None if version is None else int(version), reason)
+    logged = None if applied is None else Ack(
+        bool(applied), None if version is None else int(version), reason)
     return logged, None if found[0] is None else rules.CurrentRecord(*found)
 
 
