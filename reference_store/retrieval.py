@@ -39,7 +39,7 @@ from invariants.errors import InvalidArgument
 from invariants.normalize.semantic import cosine
 from invariants.normalize.surface import CJK, fold
 
-from .schema import ACTIVE, memories
+from .schema import ACTIVE, AT_KEY, memories, of_entity
 from .validation import check_memory_type, check_namespace, check_tags, check_text
 
 if TYPE_CHECKING:
@@ -191,16 +191,13 @@ def touch(store: ReferenceStore, namespace: str, entity_id: str, attribute: str)
     params = {"b_namespace": namespace, "b_entity_id": entity_id,
               "b_attr_key": store.normalizer.attribute_key(attribute),
               "b_now": store.database.clock()}
-
     count = store.database.transaction(lambda conn: conn.execute(_TOUCH, params).scalar())
     return 0 if count is None else int(count)
 
 
 _m = memories.c
 _TOUCH = (
-    update(memories)
-    .where(_m.namespace == bindparam("b_namespace"), _m.entity_id == bindparam("b_entity_id"),
-           _m.attr_key == bindparam("b_attr_key"), ACTIVE)
+    update(memories).where(*of_entity(memories), AT_KEY, ACTIVE)
     .values(access_count=_m.access_count + 1, last_accessed_at=bindparam("b_now"))
     .returning(_m.access_count)
 )

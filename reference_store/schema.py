@@ -24,18 +24,21 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    bindparam,
     literal_column,
     text,
 )
 
 __all__ = [
     "ACTIVE",
+    "AT_KEY",
     "MEMORY_STATUSES",
     "MEMORY_TYPES",
     "by_code_point",
     "entities",
     "memories",
     "metadata",
+    "of_entity",
     "operations",
     "tags_text",
     "tombstones",
@@ -125,6 +128,7 @@ operations = Table(
     Column("created_at", Float, nullable=False),
 )
 
+
 def tags_text(tags: Collection[str]) -> str:
     """The ``tags`` column's text for a set of tags: a JSON array, sorted, so that one
     set is always stored, exported and matched as the same text."""
@@ -142,3 +146,16 @@ def by_code_point(column: ColumnElement[Any], dialect: str) -> ColumnElement[Any
 ACTIVE = memories.c.status == literal_column("'active'")
 """The condition of an active row, as a literal rather than a bound parameter: the
 partial index ``memories_one_active`` only applies when the planner can see the value."""
+
+
+def of_entity(table: Table) -> tuple[ColumnElement[bool], ColumnElement[bool]]:
+    """The condition on ``table``'s rows of the entity that the parameters ``b_namespace``
+    and ``b_entity_id`` name, for the statements every operation builds once. The
+    parameters are named ``b_*`` because SQLAlchemy reserves a column's own name for the
+    values of an INSERT or UPDATE."""
+    return (table.c.namespace == bindparam("b_namespace"),
+            table.c.entity_id == bindparam("b_entity_id"))
+
+
+AT_KEY = memories.c.attr_key == bindparam("b_attr_key")
+"""The condition on memories of the key that the parameter ``b_attr_key`` names."""

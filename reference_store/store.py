@@ -48,7 +48,17 @@ from .database import Database
 from .engine import normalize_url
 from .normalize import Embedder, Normalizer, load_lexicon
 from .retrieval import Hit
-from .schema import ACTIVE, by_code_point, entities, memories, operations, tags_text, tombstones
+from .schema import (
+    ACTIVE,
+    AT_KEY,
+    by_code_point,
+    entities,
+    memories,
+    of_entity,
+    operations,
+    tags_text,
+    tombstones,
+)
 from .transfer import ImportReport
 from .trust import place
 from .validation import check_memory_type, check_op, check_strength, check_tags
@@ -344,14 +354,9 @@ def _apply(conn: Connection, op: Write | Delete | Restore, change: rules.Change)
                                              "b_op_id": op_id, "b_now": now})
 
 
-# The write path's statements, built once. Parameters are named ``b_*`` where
-# SQLAlchemy reserves a column's own name for the values of an INSERT or UPDATE.
+# The write path's statements, built once.
 
 _m = memories.c
-_in_entity = (_m.namespace == bindparam("b_namespace"),
-              _m.entity_id == bindparam("b_entity_id"))
-_entity_row = (entities.c.namespace == bindparam("b_namespace"),
-               entities.c.entity_id == bindparam("b_entity_id"))
 
 
 def _lock_entity(dialect_insert: Callable[[Any], Any]) -> Any:
@@ -373,15 +378,14 @@ _LOGGED_AND_CURRENT = (
     .select_from(select(literal(1).label("one")).subquery("one")
                  .outerjoin(operations, and_(operations.c.namespace == bindparam("b_namespace"),
                                              operations.c.op_id == bindparam("b_op_id")))
-                 .outerjoin(memories, and_(*_in_entity, _m.attr_key == bindparam("b_attr_key"),
-                                           ACTIVE))))
+                 .outerjoin(memories, and_(*of_entity(memories), AT_KEY, ACTIVE))))
 """An operation's reads under the lock: the op_id's first outcome, if it is logged, and
 the key's current record (each all None where there is none)."""
 _PAGE = 1000
 """Entity ids :meth:`ReferenceStore.entities` reads per query."""
 
 _READ_ACTIVE = (select(_m.entity_id, _m.attribute, _m.value, _m.causal_seq, _m.version)
-                .where(*_in_entity, ACTIVE).order_by(_m.causal_seq, _m.version))
+                .where(*of_entity(memories), ACTIVE).order_by(_m.causal_seq, _m.version))
 _INSERT_MEMORY = memories.insert()
 _INSERT_OPERATION = operations.insert()
 _INSERT_TOMBSTONE = tombstones.insert()
@@ -389,15 +393,13 @@ _MERGE = update(memories).where(_m.id == bindparam("b_id")).values(
     causal_seq=bindparam("b_causal_seq"), updated_at=bindparam("b_now"))
 _SUPERSEDE = update(memories).where(_m.id == bindparam("b_id")).values(
     status="superseded", superseded_by=bindparam("b_version"), updated_at=bindparam("b_now"))
-_DELETE_ACTIVE = update(memories).where(*_in_entity, ACTIVE).values(
+_DELETE_ACTIVE = update(memories).where(*of_entity(memories), ACTIVE).values(
     status="deleted", superseded_by=bindparam("b_version"), updated_at=bindparam("b_now"))
-_MARK_DELETED = update(entities).where(*_entity_row).values(
+_MARK_DELETED = update(entities).where(*of_entity(entities)).values(
     deleted=True, delete_seq=bindparam("b_delete_seq"))
-_MARK_RESTORED = update(entities).where(*_entity_row).values(
+_MARK_RESTORED = update(entities).where(*of_entity(entities)).values(
     deleted=False, restore_seq=bindparam("b_restore_seq"))
 _CLOSE_TOMBSTONES = update(tombstones).where(
-    tombstones.c.namespace == bindparam("b_namespace"),
-    tombstones.c.entity_id == bindparam("b_entity_id"),
-    tombstones.c.restored_at.is_(None),
+    *of_entity(tombstones), tombstones.c.restored_at.is_(None),
 ).values(restored_at=bindparam("b_now"), restore_seq=bindparam("b_restore_seq"),
          restore_op_id=bindparam("b_op_id"))
