@@ -108,20 +108,19 @@ def _or_none(check: Check) -> Check:
     return lambda name, value: None if value is None else check(name, value)
 
 
-def _rule(holds: Callable[[Any], bool], problem: str, fix: str,
-          then: Callable[[Any], Any] = lambda value: value) -> Check:
-    """A check refusing any value for which ``holds`` is false, and converting the others."""
+def _rule(holds: Callable[[Any], bool], problem: str, fix: str) -> Check:
+    """A check refusing any value for which ``holds`` is false."""
     def check(name: str, value: Any) -> Any:
         if not holds(value):
             raise InvalidInput(name, value, problem, fix)
-        return then(value)
+        return value
 
     return check
 
 
 def _number(holds: Callable[[float], bool], problem: str, fix: str) -> Check:
     """A JSON number (not a boolean) for which ``holds``, as a float."""
-    within = _rule(holds, problem, fix, float)
+    within = _rule(holds, problem, fix)
 
     def check(name: str, value: Any) -> float:
         if isinstance(value, bool) or not isinstance(value, int | float):
