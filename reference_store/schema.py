@@ -1,4 +1,4 @@
-"""Tables of the reference store.
+"""Tables of the reference store, with the conditions and column encodings its modules share.
 
 Rows are never overwritten to change what a memory says: a new version is inserted and
 the old row is marked ``superseded``, so the audit trail of every fact survives. The
