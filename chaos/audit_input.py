@@ -196,7 +196,7 @@ def _checked(doc: Mapping[str, Any], kind: str, names: Iterable[str]) -> dict[st
     for name in names:
         if name not in doc:
             raise _Defect(name, f"is missing from a {kind} line")
-        _, check = spec[name]
+        check = spec[name]
         try:
             out[name] = check(name, doc[name])
         except InvalidInput as error:

@@ -1,11 +1,12 @@
 """The store's database: its engine, its transactions, its retries and its clock.
 
 This is the small public interface the store's modules share (``store``, ``retrieval``,
-``lifecycle``, ``transfer``), so none of them needs another's private names. A write
-transaction holds the database write lock on SQLite from its start (it says ``BEGIN
-IMMEDIATE`` itself, see :mod:`reference_store.engine`); on PostgreSQL the write path
-takes the entity's row lock itself. Transient failures (lock contention, serialization failures,
-unique-index races) are retried whole with bounded jittered backoff.
+``lifecycle``, ``transfer``), so none of them needs another's private names. Every
+write is a function of a connection that :meth:`Database.transaction` runs and retries
+whole after a transient failure (lock contention, serialization failures, unique-index
+races), so no caller can forget to retry. A write transaction holds the database write
+lock on SQLite from its start (it says ``BEGIN IMMEDIATE`` itself, see
+:mod:`reference_store.engine`); on PostgreSQL the write path takes the entity's row lock.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import random
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import TYPE_CHECKING, TypeVar
 
 from sqlalchemy import Connection, Engine, text
@@ -59,30 +60,16 @@ class Database:
         # A private in-memory database is one connection, shared: one thread at a time.
         self.serial = threading.RLock() if is_memory_url(url) else None
         self.jitter = random.Random()
-        self.retrying(self.create_schema)
+        self.create_schema()
 
-    @contextmanager
-    def write(self) -> Iterator[Connection]:
-        """A write transaction: committed when the block ends, rolled back if it raises."""
-        with self.serial or nullcontext(), self.engine.connect() as conn, conn.begin():
-            if self.says_begin:
-                conn.exec_driver_sql("BEGIN IMMEDIATE")
-            yield conn
-
-    @contextmanager
-    def read(self) -> Iterator[Connection]:
-        """A read-only transaction: one snapshot on SQLite; on PostgreSQL (READ
-        COMMITTED) one per statement unless the caller raises the isolation level."""
-        with self.serial or nullcontext(), self.engine.connect() as conn, conn.begin():
-            if self.says_begin:
-                conn.exec_driver_sql("BEGIN")
-            yield conn
-
-    def retrying(self, attempt: Callable[[], T]) -> T:
-        """Run ``attempt`` again after a transient failure, with bounded jittered backoff."""
+    def transaction(self, work: Callable[[Connection], T]) -> T:
+        """Run ``work`` in a write transaction, committed when it returns and rolled back
+        if it raises; after a transient failure it runs again, whole, with bounded
+        jittered backoff."""
         for tries in range(self.config.max_retries + 1):
             try:
-                return attempt()
+                with self._connection("BEGIN IMMEDIATE") as conn:
+                    return work(conn)
             except DBAPIError as error:
                 if tries == self.config.max_retries or not transient(error):
                     raise
@@ -91,12 +78,26 @@ class Database:
                 time.sleep(min(0.1, 0.002 * 2**tries) * self.jitter.random())
         raise AssertionError("unreachable")
 
+    def read(self) -> AbstractContextManager[Connection]:
+        """A read-only transaction: one snapshot on SQLite; on PostgreSQL (READ
+        COMMITTED) one per statement unless the caller raises the isolation level."""
+        return self._connection("BEGIN")
+
+    @contextmanager
+    def _connection(self, begin: str) -> Iterator[Connection]:
+        with self.serial or nullcontext(), self.engine.connect() as conn, conn.begin():
+            if self.says_begin:
+                conn.exec_driver_sql(begin)
+            yield conn
+
     def create_schema(self) -> None:
         """Create the tables once, even when many processes open the store at once."""
-        with self.write() as conn:
+        def create(conn: Connection) -> None:
             if self.dialect == "postgresql":
                 conn.execute(text(f"SELECT pg_advisory_xact_lock({_SCHEMA_LOCK})"))
             metadata.create_all(conn)
+
+        self.transaction(create)
 
     def close(self) -> None:
         if self.owns_engine:

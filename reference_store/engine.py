@@ -2,9 +2,9 @@
 
 SQLite and PostgreSQL differ in how they take write locks. Python's sqlite3 is told
 here never to open a transaction on its own (its implicit ``BEGIN`` is deferred, which
-lets two writers deadlock upgrading their read locks), so the store's transactions say
-``BEGIN IMMEDIATE`` themselves (:meth:`reference_store.database.Database.write`), taking
-the database write lock up front. PostgreSQL relies on row locks taken by the write path.
+lets two writers deadlock upgrading their read locks), so the store's write transactions
+say ``BEGIN IMMEDIATE`` themselves (:meth:`reference_store.database.Database.transaction`),
+taking the database write lock up front. PostgreSQL relies on row locks taken by the write path.
 """
 
 from __future__ import annotations

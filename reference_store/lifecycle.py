@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from sqlalchemy import update
+from sqlalchemy import Connection, bindparam, update
 
-from .schema import entities, memories
+from .schema import ACTIVE, AT_KEY, entities, memories, of_entity
 from .validation import check_namespace, check_text
 
 if TYPE_CHECKING:
@@ -34,23 +34,20 @@ def forget(store: ReferenceStore, namespace: str, entity_id: str,
     """
     check_namespace(namespace)
     check_text("entity_id", entity_id)
+    params = {"b_namespace": namespace, "b_entity_id": entity_id}
     if attribute is not None:
         check_text("attribute", attribute)
-    statement = update(memories).where(
-        memories.c.namespace == namespace, memories.c.entity_id == entity_id,
-        memories.c.status == "active")
-    if attribute is not None:
-        statement = statement.where(
-            memories.c.attr_key == store.normalizer.attribute_key(attribute))
-    lock = update(entities).where(
-        entities.c.namespace == namespace, entities.c.entity_id == entity_id,
-    ).values(next_version=entities.c.next_version + 1)
+        params["b_attr_key"] = store.normalizer.attribute_key(attribute)
+    archive = _ARCHIVE if attribute is None else _ARCHIVE.where(AT_KEY)
 
-    def attempt() -> int:
-        with store.database.write() as conn:
-            conn.execute(lock)
-            result = conn.execute(statement.values(status="archived",
-                                                   updated_at=store.database.clock()))
-        return int(result.rowcount)
+    def run(conn: Connection) -> int:
+        conn.execute(_LOCK, params)
+        return int(conn.execute(archive, {**params, "b_now": store.database.clock()}).rowcount)
 
-    return store.database.retrying(attempt)
+    return store.database.transaction(run)
+
+
+_LOCK = update(entities).where(*of_entity(entities)).values(
+    next_version=entities.c.next_version + 1)
+_ARCHIVE = update(memories).where(*of_entity(memories), ACTIVE).values(
+    status="archived", updated_at=bindparam("b_now"))

@@ -39,13 +39,8 @@ _BLOCKED_BY_TOMBSTONE: Final = frozenset({"tombstoned", "predates_delete", "not_
 
 
 class StoreMetrics:
-    """Counters for one store's write path, registered in ``registry``.
-
-    Call :meth:`acknowledged` with every Ack the store gives for a write, delete or
-    restore, :meth:`invalid` when input is refused before any transaction, and
-    :meth:`retried` before each retry of a transaction. Every label value is
-    pre-created, so a counter reads 0 rather than missing before it first moves.
-    """
+    """Counters for one store's write path, registered in ``registry``. Every label value
+    is pre-created, so a counter reads 0 rather than missing before it first moves."""
 
     def __init__(self, registry: CollectorRegistry) -> None:
         self.rejections = Counter(

@@ -25,22 +25,22 @@ the rows that make the ``limit``.
 from __future__ import annotations
 
 import functools
+import heapq
 import json
 import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Select, bindparam, select, update
+from sqlalchemy import Row, bindparam, select, update
 
 from invariants.errors import InvalidArgument
 from invariants.normalize.semantic import cosine
 from invariants.normalize.surface import CJK, fold
 
-from .schema import ACTIVE, memories
-from .validation import check_memory_type, check_namespace, check_text
+from .schema import ACTIVE, AT_KEY, memories, of_entity
+from .validation import check_memory_type, check_namespace, check_tags, check_text
 
 if TYPE_CHECKING:
     from .store import ReferenceStore
@@ -57,8 +57,6 @@ __all__ = [
 
 #: Weights of similarity and strength in a search rank.
 RANK_WEIGHTS = (0.6, 0.4)
-
-MAX_TAG_BYTES = 256
 
 _CJK_RUN = re.compile(f"[{CJK}]+")
 
@@ -146,15 +144,13 @@ def search(
     _check_limit(limit)
     rows = _candidates(store, namespace, tags, memory_type)
     moment = store.database.clock() if now is None else now
-    similarities = _similarities(store, query, rows)
     weight_sim, weight_strength = RANK_WEIGHTS
-    scored = []
-    for row, similarity in zip(rows, similarities, strict=True):
-        if similarity <= 0.0:
-            continue
-        power = _strength_of(row, moment)
-        scored.append(_scored(row, power, similarity,
-                              weight_sim * similarity + weight_strength * power))
+    scored: list[_Scored] = []
+    for row, similarity in zip(rows, _similarities(store, query, rows), strict=True):
+        if similarity > 0.0:
+            power = _strength_of(row, moment)
+            scored.append((weight_sim * similarity + weight_strength * power, similarity,
+                           power, row))
     return _best(namespace, scored, limit)
 
 
@@ -174,24 +170,20 @@ def recall(
     _check_limit(limit)
     rows = _candidates(store, namespace, tags, memory_type, entity_id=entity_id)
     moment = store.database.clock() if now is None else now
-    scored = []
+    scored: list[_Scored] = []
     for row in rows:
         power = _strength_of(row, moment)
-        scored.append(_scored(row, power, None, power))
+        scored.append((power, None, power, row))
     return _best(namespace, scored, limit)
 
 
 def touch(store: ReferenceStore, namespace: str, entity_id: str, attribute: str) -> int:
     """Count one use of the active memory under ``attribute`` (any variant of its name).
 
-    Returns the new access count, or 0 when there is no active memory to touch (never
-    written, deleted, forgotten). 0 rather than an error because an agent touches what
-    it just read, and a delete racing in between is normal, not a mistake.
-
-    One ``UPDATE ... SET access_count = access_count + 1``: the database does the
-    arithmetic under the row lock, so concurrent touches never read the same count and
-    lose an increment. Touching changes no fact, so it allocates no version and does
-    not enter the operation log.
+    Returns the new access count, or 0 when there is no active memory to touch: an agent
+    touches what it just read, and a delete racing in between is normal, not a mistake.
+    The database does the arithmetic under the row lock, so concurrent touches never
+    lose an increment. Touching changes no fact, so it takes no version and is not logged.
     """
     check_namespace(namespace)
     check_text("entity_id", entity_id)
@@ -199,22 +191,15 @@ def touch(store: ReferenceStore, namespace: str, entity_id: str, attribute: str)
     params = {"b_namespace": namespace, "b_entity_id": entity_id,
               "b_attr_key": store.normalizer.attribute_key(attribute),
               "b_now": store.database.clock()}
-
-    def attempt() -> int:
-        with store.database.write() as conn:
-            count = conn.execute(_TOUCH, params).scalar()
-        return 0 if count is None else int(count)
-
-    return store.database.retrying(attempt)
+    count = store.database.transaction(lambda conn: conn.execute(_TOUCH, params).scalar())
+    return 0 if count is None else int(count)
 
 
+_m = memories.c
 _TOUCH = (
-    update(memories)
-    .where(memories.c.namespace == bindparam("b_namespace"),
-           memories.c.entity_id == bindparam("b_entity_id"),
-           memories.c.attr_key == bindparam("b_attr_key"), ACTIVE)
-    .values(access_count=memories.c.access_count + 1, last_accessed_at=bindparam("b_now"))
-    .returning(memories.c.access_count)
+    update(memories).where(*of_entity(memories), AT_KEY, ACTIVE)
+    .values(access_count=_m.access_count + 1, last_accessed_at=bindparam("b_now"))
+    .returning(_m.access_count)
 )
 
 
@@ -223,26 +208,21 @@ def _check_limit(limit: object) -> None:
         raise InvalidArgument(f"limit={limit!r} must be an int >= 1.")
 
 
-CANDIDATE_COLUMNS = (
-    memories.c.entity_id, memories.c.attribute, memories.c.attr_key, memories.c.value,
-    memories.c.value_key, memories.c.causal_seq, memories.c.version, memories.c.memory_type,
-    memories.c.tags, memories.c.trust, memories.c.instruction_like, memories.c.access_count,
-    memories.c.score, memories.c.half_life_seconds, memories.c.updated_at,
-    memories.c.last_accessed_at,
+_Row = Row[*tuple[Any, ...]]
+"""A candidate row: a memory's columns as :data:`_CANDIDATE` reads them, by name."""
+
+_CANDIDATE = select(
+    _m.entity_id, _m.attribute, _m.attr_key, _m.value, _m.value_key, _m.causal_seq, _m.version,
+    _m.memory_type, _m.tags, _m.trust, _m.instruction_like, _m.access_count, _m.score,
+    _m.half_life_seconds, _m.updated_at, _m.last_accessed_at,
 )
-"""What search and recall read of each active memory, in the order of their rows."""
+"""What search and recall read of each active memory."""
 
 SQL_TAGS = 4
 """The most tags a candidate query narrows by in SQL; any further ones, like every one,
 are checked exactly on the rows in Python. Bounding it bounds the statement shapes."""
 
 TAG_ESCAPE = "/"
-
-# A candidate row, in the order of CANDIDATE_COLUMNS.
-_Row = tuple[Any, ...]
-(_ENTITY_ID, _ATTRIBUTE, _ATTR_KEY, _VALUE, _VALUE_KEY, _CAUSAL_SEQ, _VERSION, _MEMORY_TYPE,
- _TAGS, _TRUST, _INSTRUCTION_LIKE, _ACCESS_COUNT, _SCORE, _HALF_LIFE, _UPDATED_AT,
- _LAST_ACCESSED_AT) = range(16)
 
 
 def _candidates(
@@ -266,65 +246,52 @@ def _candidates(
             f"pass a tuple of tags, e.g. tags=({tags!r},)."
         )
     wanted = tuple(tags)
-    for tag in wanted:
-        check_text("tags", tag, max_bytes=MAX_TAG_BYTES)
+    check_tags(wanted)
     if memory_type is not None:
         check_memory_type(memory_type)
     # Ordered as the partial index of active rows is, so SQLite reads them through it:
     # without statistics, another index on the namespace looks as good, and which one
     # it takes would depend on the order the schema created them in.
-    query: Select[Any] = (select(*CANDIDATE_COLUMNS)
-                          .where(memories.c.namespace == namespace, ACTIVE)
-                          .order_by(memories.c.entity_id, memories.c.attr_key))
+    query = _CANDIDATE.where(_m.namespace == namespace, ACTIVE).order_by(_m.entity_id,
+                                                                         _m.attr_key)
     if entity_id is not None:
-        query = query.where(memories.c.entity_id == entity_id)
+        query = query.where(_m.entity_id == entity_id)
     if memory_type is not None:
-        query = query.where(memories.c.memory_type == memory_type)
+        query = query.where(_m.memory_type == memory_type)
     for tag in wanted[:SQL_TAGS]:
-        query = query.where(memories.c.tags.like(
-            tag_pattern(json.dumps(tag, ensure_ascii=False)), escape=TAG_ESCAPE))
+        query = query.where(_m.tags.like(tag_pattern(json.dumps(tag, ensure_ascii=False)),
+                                         escape=TAG_ESCAPE))
     with store.database.read() as conn:
-        rows = [tuple(row) for row in conn.execute(query)]
-    return _tagged(rows, wanted)
+        rows = conn.execute(query).all()
+    if not wanted:
+        return rows
+    return [row for row in rows if set(wanted) <= set(json.loads(row.tags))]
 
 
 def tag_pattern(encoded: str) -> str:
-    """``LIKE`` pattern for a tag's JSON text anywhere in the list, metacharacters escaped.
-
-    It can still over-match (SQLite's ``LIKE`` ignores ASCII case), which is why the
-    caller checks the decoded list exactly.
-    """
+    """``LIKE`` pattern for a tag's JSON text anywhere in the list, metacharacters escaped."""
     escaped = (encoded.replace(TAG_ESCAPE, TAG_ESCAPE * 2).replace("%", TAG_ESCAPE + "%")
                .replace("_", TAG_ESCAPE + "_"))
     return f"%{escaped}%"
 
 
-def _tagged(rows: Sequence[_Row], wanted: tuple[str, ...]) -> Sequence[_Row]:
-    if not wanted:
-        return rows
-    required = set(wanted)
-    return [row for row in rows if required <= set(json.loads(row[_TAGS]))]
-
-
 def _similarities(store: ReferenceStore, query: str, rows: Sequence[_Row]) -> list[float]:
     if not rows:
         return []
-    embedder = store.normalizer.embedder
-    if embedder is not None:
-        vectors = embedder([query, *(f"{row[_ATTRIBUTE]}: {row[_VALUE]}" for row in rows)])
+    normalizer = store.normalizer
+    if normalizer.embedder is not None:
+        vectors = normalizer.embedder([query, *(f"{row.attribute}: {row.value}" for row in rows)])
         if len(vectors) != len(rows) + 1:
             raise InvalidArgument(
                 f"embedder returned {len(vectors)} vector(s) for {len(rows) + 1} texts. "
                 "An embedder must return one vector per text, in order."
             )
         return [max(0.0, cosine(vectors[0], vector)) for vector in vectors[1:]]
-    normalizer = store.normalizer
-    folded = fold(query)
-    wanted = tokens(folded) | tokens(normalizer.value_key(query)) | tokens(
+    wanted = tokens(fold(query)) | tokens(normalizer.value_key(query)) | tokens(
         normalizer.attribute_key(query))
     result = []
     for row in rows:
-        have = _memory_tokens(row[_ATTRIBUTE], row[_ATTR_KEY], row[_VALUE], row[_VALUE_KEY])
+        have = _memory_tokens(row.attribute, row.attr_key, row.value, row.value_key)
         shared = len(wanted & have)
         result.append(shared / math.sqrt(len(wanted) * len(have)) if shared else 0.0)
     return result
@@ -338,45 +305,29 @@ def _memory_tokens(attribute: str, attr_key: str, value: str, value_key: str) ->
 
 
 def _strength_of(row: _Row, now: float) -> float:
-    refreshed = float(row[_UPDATED_AT])
-    if row[_LAST_ACCESSED_AT] is not None:
-        refreshed = max(refreshed, float(row[_LAST_ACCESSED_AT]))
-    return strength(float(row[_SCORE]), float(row[_HALF_LIFE]), now - refreshed)
+    refreshed = float(row.updated_at)
+    if row.last_accessed_at is not None:
+        refreshed = max(refreshed, float(row.last_accessed_at))
+    return strength(float(row.score), float(row.half_life_seconds), now - refreshed)
 
 
-# What ranks a candidate: its sort key first (best first, then entity, attribute and
-# version, which no two active memories share), then what its Hit is built from.
-_Scored = tuple[tuple[float, float, float, str, str, int], _Row, float, float | None, float]
+_Scored = tuple[float, float | None, float, _Row]
+"""A candidate's rank, similarity (None for recall), strength and row."""
 
 
-def _scored(row: _Row, power: float, similarity: float | None, rank: float) -> _Scored:
-    key = (-rank, -(similarity or 0.0), -power, row[_ENTITY_ID], row[_ATTRIBUTE],
-           int(row[_VERSION]))
-    return key, row, power, similarity, rank
+def _order(scored: _Scored) -> tuple[float, float, float, str, str, int]:
+    """Best first, then by entity, attribute and version, which no two active memories
+    share, so ties always break the same way."""
+    rank, similarity, power, row = scored
+    return -rank, -(similarity or 0.0), -power, row.entity_id, row.attribute, int(row.version)
 
 
 def _best(namespace: str, scored: list[_Scored], limit: int) -> list[Hit]:
-    scored.sort(key=itemgetter(0))
-    return [_hit(namespace, row, power, similarity, rank)
-            for _, row, power, similarity, rank in scored[:limit]]
-
-
-def _hit(namespace: str, row: _Row, power: float, similarity: float | None,
-         rank: float) -> Hit:
-    return Hit(
-        namespace=namespace,
-        entity_id=row[_ENTITY_ID],
-        attribute=row[_ATTRIBUTE],
-        value=row[_VALUE],
-        causal_seq=int(row[_CAUSAL_SEQ]),
-        version=int(row[_VERSION]),
-        memory_type=row[_MEMORY_TYPE],
-        tags=tuple(json.loads(row[_TAGS])),
-        trust=row[_TRUST],
-        instruction_like=bool(row[_INSTRUCTION_LIKE]),
-        access_count=int(row[_ACCESS_COUNT]),
-        score=float(row[_SCORE]),
-        strength=power,
-        similarity=similarity,
-        rank=rank,
-    )
+    """A ``Hit`` for each of the ``limit`` best candidates only."""
+    return [Hit(namespace=namespace, entity_id=row.entity_id, attribute=row.attribute,
+                value=row.value, causal_seq=int(row.causal_seq), version=int(row.version),
+                memory_type=row.memory_type, tags=tuple(json.loads(row.tags)),
+                trust=row.trust, instruction_like=bool(row.instruction_like),
+                access_count=int(row.access_count), score=float(row.score), strength=power,
+                similarity=similarity, rank=rank)
+            for rank, similarity, power, row in heapq.nsmallest(limit, scored, key=_order)]

@@ -1,4 +1,4 @@
-"""Tables of the reference store.
+"""Tables of the reference store, with the conditions and column encodings its modules share.
 
 Rows are never overwritten to change what a memory says: a new version is inserted and
 the old row is marked ``superseded``, so the audit trail of every fact survives. The
@@ -8,10 +8,15 @@ entity first upserts it, which serializes them on PostgreSQL and hands out versi
 
 from __future__ import annotations
 
+import json
+from collections.abc import Collection
+from typing import Any
+
 from sqlalchemy import (
     BigInteger,
     Boolean,
     Column,
+    ColumnElement,
     Float,
     Index,
     Integer,
@@ -19,18 +24,23 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    bindparam,
     literal_column,
     text,
 )
 
 __all__ = [
     "ACTIVE",
+    "AT_KEY",
     "MEMORY_STATUSES",
     "MEMORY_TYPES",
+    "by_code_point",
     "entities",
     "memories",
     "metadata",
+    "of_entity",
     "operations",
+    "tags_text",
     "tombstones",
 ]
 
@@ -118,6 +128,34 @@ operations = Table(
     Column("created_at", Float, nullable=False),
 )
 
+
+def tags_text(tags: Collection[str]) -> str:
+    """The ``tags`` column's text for a set of tags: a JSON array, sorted, so that one
+    set is always stored, exported and matched as the same text."""
+    return json.dumps(sorted(set(tags)), ensure_ascii=False) if tags else "[]"
+
+
+def by_code_point(column: ColumnElement[Any], dialect: str) -> ColumnElement[Any]:
+    """``column`` as it sorts by code point, the same on both databases: text sorts so on
+    SQLite, and on PostgreSQL in the "C" collation."""
+    if dialect == "postgresql" and isinstance(column.type, String):
+        return column.collate("C")
+    return column
+
+
 ACTIVE = memories.c.status == literal_column("'active'")
 """The condition of an active row, as a literal rather than a bound parameter: the
 partial index ``memories_one_active`` only applies when the planner can see the value."""
+
+
+def of_entity(table: Table) -> tuple[ColumnElement[bool], ColumnElement[bool]]:
+    """The condition on ``table``'s rows of the entity that the parameters ``b_namespace``
+    and ``b_entity_id`` name, for the statements every operation builds once. The
+    parameters are named ``b_*`` because SQLAlchemy reserves a column's own name for the
+    values of an INSERT or UPDATE."""
+    return (table.c.namespace == bindparam("b_namespace"),
+            table.c.entity_id == bindparam("b_entity_id"))
+
+
+AT_KEY = memories.c.attr_key == bindparam("b_attr_key")
+"""The condition on memories of the key that the parameter ``b_attr_key`` names."""

@@ -18,7 +18,6 @@ never both insert, and a stale write can never slip past a newer one.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -27,7 +26,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
 from sqlalchemy import (
-    ColumnElement,
     Connection,
     Engine,
     and_,
@@ -50,10 +48,20 @@ from .database import Database
 from .engine import normalize_url
 from .normalize import Embedder, Normalizer, load_lexicon
 from .retrieval import Hit
-from .schema import ACTIVE, entities, memories, operations, tombstones
+from .schema import (
+    ACTIVE,
+    AT_KEY,
+    by_code_point,
+    entities,
+    memories,
+    of_entity,
+    operations,
+    tags_text,
+    tombstones,
+)
 from .transfer import ImportReport
 from .trust import place
-from .validation import check_memory_type, check_op, check_strength, check_text
+from .validation import check_memory_type, check_op, check_strength, check_tags
 
 if TYPE_CHECKING:
     from .metrics import StoreMetrics
@@ -158,9 +166,7 @@ class ReferenceStore:
         last: str | None = None
         while True:
             with self.database.read() as conn:
-                key: ColumnElement[str] = entities.c.entity_id
-                if conn.dialect.name == "postgresql":
-                    key = key.collate("C")  # code point order, as on SQLite
+                key = by_code_point(entities.c.entity_id, conn.dialect.name)
                 query = select(entities.c.entity_id).where(entities.c.namespace == namespace)
                 if last is not None:
                     query = query.where(key > last)
@@ -171,12 +177,11 @@ class ReferenceStore:
             last = page[-1]
 
     def reset(self) -> None:
-        def attempt() -> None:
-            with self.database.write() as conn:
-                for table in (memories, tombstones, operations, entities):
-                    conn.execute(delete(table))
+        def empty(conn: Connection) -> None:
+            for table in (memories, tombstones, operations, entities):
+                conn.execute(delete(table))
 
-        self.database.retrying(attempt)
+        self.database.transaction(empty)
 
     def close(self) -> None:
         self.database.close()
@@ -234,8 +239,7 @@ class ReferenceStore:
         with self._counting_invalid("write"):
             check_op(op, max_value_bytes=self.config.max_value_bytes)
             check_memory_type(options.memory_type)
-            for tag in options.tags:
-                check_text("tags", tag, max_bytes=256)
+            check_tags(options.tags)
             check_strength(options.score, options.half_life_seconds)
         placed = place(op.source, op.value, options.memory_type, options.score)
         half_life = (self.config.default_half_life_seconds if options.half_life_seconds is None
@@ -253,8 +257,7 @@ class ReferenceStore:
             "trust": placed.trust,
             "memory_type": placed.memory_type,
             "instruction_like": placed.instruction_like,
-            "tags": json.dumps(sorted(set(options.tags)), ensure_ascii=False)
-                    if options.tags else "[]",
+            "tags": tags_text(options.tags),
             "score": placed.score,
             "half_life_seconds": half_life,
             "access_count": 0,
@@ -269,25 +272,24 @@ class ReferenceStore:
         key = {"b_namespace": op.namespace, "b_entity_id": op.entity_id}
         given = {**key, "b_op_id": op.op_id}
 
-        def attempt() -> Ack:
-            with self.database.write() as conn:
-                entity = rules.LockedEntity(*conn.execute(self._lock_entity, key).one())
-                logged, current = _read_locked(conn, given, attr_key)
-                if logged is not None:
-                    raise _Replayed(logged)
-                now = self.database.clock()
-                decision = decide(entity, current, now)
-                for change in decision.changes:
-                    _apply(conn, op, change)
-                ack = decision.ack
-                conn.execute(_INSERT_OPERATION, {
-                    "namespace": op.namespace, "op_id": op.op_id, "kind": kind,
-                    "entity_id": op.entity_id, "applied": ack.applied, "version": ack.version,
-                    "reason": ack.reason, "created_at": now})
-                return ack
+        def attempt(conn: Connection) -> Ack:
+            entity = rules.LockedEntity(*conn.execute(self._lock_entity, key).one())
+            logged, current = _read_locked(conn, given, attr_key)
+            if logged is not None:
+                raise _Replayed(logged)
+            now = self.database.clock()
+            decision = decide(entity, current, now)
+            for change in decision.changes:
+                _apply(conn, op, change)
+            ack = decision.ack
+            conn.execute(_INSERT_OPERATION, {
+                "namespace": op.namespace, "op_id": op.op_id, "kind": kind,
+                "entity_id": op.entity_id, "applied": ack.applied, "version": ack.version,
+                "reason": ack.reason, "created_at": now})
+            return ack
 
         try:
-            ack = self.database.retrying(attempt)
+            ack = self.database.transaction(attempt)
         except _Replayed as replayed:
             return replayed.outcome
         if self.metrics is not None:
@@ -317,21 +319,13 @@ class _Replayed(Exception):
 def _read_locked(conn: Connection, given: dict[str, Any], attr_key: str | None
                  ) -> tuple[Ack | None, rules.CurrentRecord | None]:
     """The op_id's first outcome if it is logged, and the key's current record (a
-    write's), read under the entity's lock; a write reads both in one statement."""
-    logged: tuple[Any, ...] | None
-    found: tuple[Any, ...] | None = None
-    if attr_key is None:
-        first = conn.execute(_FIRST_OUTCOME, given).first()
-        logged = None if first is None else tuple(first)
-    else:
-        read = conn.execute(_LOGGED_AND_CURRENT, {**given, "b_attr_key": attr_key}).one()
-        logged = None if read[0] is None else read[:3]
-        found = None if read[3] is None else read[3:]
-    outcome = None
-    if logged is not None:
-        applied, version, reason = logged
-        outcome = Ack(bool(applied), None if version is None else int(version), reason)
-    return outcome, None if found is None else rules.CurrentRecord(*found)
+    write's; a delete or restore names no key, which matches no record), read under the
+    entity's lock in one statement."""
+    read = conn.execute(_LOGGED_AND_CURRENT, {**given, "b_attr_key": attr_key}).one()
+    applied, version, reason, *found = read
+    logged = None if applied is None else Ack(
+        bool(applied), None if version is None else int(version), reason)
+    return logged, None if found[0] is None else rules.CurrentRecord(*found)
 
 
 def _apply(conn: Connection, op: Write | Delete | Restore, change: rules.Change) -> None:
@@ -350,8 +344,7 @@ def _apply(conn: Connection, op: Write | Delete | Restore, change: rules.Change)
             conn.execute(_INSERT_TOMBSTONE, {
                 "namespace": op.namespace, "entity_id": op.entity_id,
                 "version": change.version, "causal_seq": change.causal_seq,
-                "op_id": change.op_id, "reason": change.reason, "created_at": change.now,
-                "restored_at": None, "restore_seq": None, "restore_op_id": None})
+                "op_id": change.op_id, "reason": change.reason, "created_at": change.now})
         case rules.DeleteActive(version=version, now=now):
             conn.execute(_DELETE_ACTIVE, {**entity, "b_version": version, "b_now": now})
         case rules.MarkRestored(restore_seq=seq):
@@ -361,14 +354,9 @@ def _apply(conn: Connection, op: Write | Delete | Restore, change: rules.Change)
                                              "b_op_id": op_id, "b_now": now})
 
 
-# The write path's statements, built once. Parameters are named ``b_*`` where
-# SQLAlchemy reserves a column's own name for the values of an INSERT or UPDATE.
+# The write path's statements, built once.
 
 _m = memories.c
-_in_entity = (_m.namespace == bindparam("b_namespace"),
-              _m.entity_id == bindparam("b_entity_id"))
-_entity_row = (entities.c.namespace == bindparam("b_namespace"),
-               entities.c.entity_id == bindparam("b_entity_id"))
 
 
 def _lock_entity(dialect_insert: Callable[[Any], Any]) -> Any:
@@ -384,24 +372,20 @@ def _lock_entity(dialect_insert: Callable[[Any], Any]) -> Any:
 
 _LOCK_ENTITY = {"sqlite": _lock_entity(sqlite.insert),
                 "postgresql": _lock_entity(postgresql.insert)}
-_logged = and_(operations.c.namespace == bindparam("b_namespace"),
-               operations.c.op_id == bindparam("b_op_id"))
-_FIRST_OUTCOME = select(operations.c.applied, operations.c.version,
-                        operations.c.reason).where(_logged)
 _LOGGED_AND_CURRENT = (
     select(operations.c.applied, operations.c.version, operations.c.reason,
            _m.id, _m.value, _m.value_key, _m.causal_seq, _m.version)
     .select_from(select(literal(1).label("one")).subquery("one")
-                 .outerjoin(operations, _logged)
-                 .outerjoin(memories, and_(*_in_entity, _m.attr_key == bindparam("b_attr_key"),
-                                           ACTIVE))))
-"""A write's reads under the lock in one statement: the op_id's first outcome, if it is
-logged, and the key's current record (each all None where there is none)."""
+                 .outerjoin(operations, and_(operations.c.namespace == bindparam("b_namespace"),
+                                             operations.c.op_id == bindparam("b_op_id")))
+                 .outerjoin(memories, and_(*of_entity(memories), AT_KEY, ACTIVE))))
+"""An operation's reads under the lock: the op_id's first outcome, if it is logged, and
+the key's current record (each all None where there is none)."""
 _PAGE = 1000
 """Entity ids :meth:`ReferenceStore.entities` reads per query."""
 
 _READ_ACTIVE = (select(_m.entity_id, _m.attribute, _m.value, _m.causal_seq, _m.version)
-                .where(*_in_entity, ACTIVE).order_by(_m.causal_seq, _m.version))
+                .where(*of_entity(memories), ACTIVE).order_by(_m.causal_seq, _m.version))
 _INSERT_MEMORY = memories.insert()
 _INSERT_OPERATION = operations.insert()
 _INSERT_TOMBSTONE = tombstones.insert()
@@ -409,15 +393,13 @@ _MERGE = update(memories).where(_m.id == bindparam("b_id")).values(
     causal_seq=bindparam("b_causal_seq"), updated_at=bindparam("b_now"))
 _SUPERSEDE = update(memories).where(_m.id == bindparam("b_id")).values(
     status="superseded", superseded_by=bindparam("b_version"), updated_at=bindparam("b_now"))
-_DELETE_ACTIVE = update(memories).where(*_in_entity, ACTIVE).values(
+_DELETE_ACTIVE = update(memories).where(*of_entity(memories), ACTIVE).values(
     status="deleted", superseded_by=bindparam("b_version"), updated_at=bindparam("b_now"))
-_MARK_DELETED = update(entities).where(*_entity_row).values(
+_MARK_DELETED = update(entities).where(*of_entity(entities)).values(
     deleted=True, delete_seq=bindparam("b_delete_seq"))
-_MARK_RESTORED = update(entities).where(*_entity_row).values(
+_MARK_RESTORED = update(entities).where(*of_entity(entities)).values(
     deleted=False, restore_seq=bindparam("b_restore_seq"))
 _CLOSE_TOMBSTONES = update(tombstones).where(
-    tombstones.c.namespace == bindparam("b_namespace"),
-    tombstones.c.entity_id == bindparam("b_entity_id"),
-    tombstones.c.restored_at.is_(None),
+    *of_entity(tombstones), tombstones.c.restored_at.is_(None),
 ).values(restored_at=bindparam("b_now"), restore_seq=bindparam("b_restore_seq"),
          restore_op_id=bindparam("b_op_id"))

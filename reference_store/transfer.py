@@ -37,20 +37,26 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO, get_args
 
-from sqlalchemy import ColumnElement, Connection, Table, insert, select, text
+from sqlalchemy import Connection, Table, insert, select, text
 
 from invariants.errors import InvalidInput
 
-from .schema import MEMORY_STATUSES, entities, memories, operations, tombstones
+from .schema import (
+    MEMORY_STATUSES,
+    by_code_point,
+    entities,
+    memories,
+    operations,
+    tags_text,
+    tombstones,
+)
 from .trust import TrustLevel, place
-from .validation import check_memory_type, check_namespace, check_seq, check_text
+from .validation import check_memory_type, check_namespace, check_seq, check_tags, check_text
 
 if TYPE_CHECKING:
     from .store import ReferenceStore
 
 __all__ = ["KINDS", "ImportReport", "Rejection", "export_jsonl", "import_jsonl"]
-
-MAX_TAG_BYTES = 256
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,9 +94,13 @@ Check = Callable[[str, Any], Any]
 # -- field checks -----------------------------------------------------------------------
 
 
-def _text(name: str, value: Any) -> str:
-    check_text(name, value)
-    return str(value)
+def _checked(check: Callable[[str, Any], object]) -> Check:
+    """A validation rule as a field check: the value passes through unchanged."""
+    def run(name: str, value: Any) -> Any:
+        check(name, value)
+        return value
+
+    return run
 
 
 def _or_none(check: Check) -> Check:
@@ -98,28 +108,30 @@ def _or_none(check: Check) -> Check:
     return lambda name, value: None if value is None else check(name, value)
 
 
-def _value(name: str, value: Any) -> str:
-    """Any size here: the limit is the importing store's, checked once the line is parsed."""
-    check_text(name, value, max_bytes=sys.maxsize)
-    return str(value)
+def _rule(holds: Callable[[Any], bool], problem: str, fix: str) -> Check:
+    """A check refusing any value for which ``holds`` is false."""
+    def check(name: str, value: Any) -> Any:
+        if not holds(value):
+            raise InvalidInput(name, value, problem, fix)
+        return value
+
+    return check
 
 
-def _derived_text(name: str, value: Any) -> str:
-    if not isinstance(value, str):
-        raise InvalidInput(name, value, "is not a str", "Pass the text the export wrote.")
-    return value
+def _number(holds: Callable[[float], bool], problem: str, fix: str) -> Check:
+    """A JSON number (not a boolean) for which ``holds``, as a float."""
+    within = _rule(holds, problem, fix)
 
+    def check(name: str, value: Any) -> float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise InvalidInput(name, value, "is not a number", "Pass a JSON number.")
+        return float(within(name, value))
 
-def _namespace(name: str, value: Any) -> str:
-    check_namespace(value)
-    return str(value)
+    return check
 
 
 def _seq(name: str, value: Any) -> int:
-    try:
-        check_seq(value)
-    except InvalidInput as error:
-        raise InvalidInput(name, value, error.problem, error.fix) from None
+    check_seq(value, name)
     return int(value)
 
 
@@ -130,95 +142,61 @@ def _version(name: str, value: Any) -> int:
     return number
 
 
-def _bool(name: str, value: Any) -> bool:
-    if not isinstance(value, bool):
-        raise InvalidInput(name, value, "is not a boolean", "Use true or false.")
-    return value
-
-
-def _number(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise InvalidInput(name, value, "is not a number", "Pass a JSON number.")
-    return float(value)
-
-
-def _time(name: str, value: Any) -> float:
-    number = _number(name, value)
-    if not math.isfinite(number):
-        raise InvalidInput(name, value, "is not finite", "Pass seconds since the epoch.")
-    return number
-
-
-def _score(name: str, value: Any) -> float:
-    number = _number(name, value)
-    if not (math.isfinite(number) and number >= 0):
-        raise InvalidInput(name, value, "is not a finite number >= 0", "Pass a score >= 0.")
-    return number
-
-
-def _half_life(name: str, value: Any) -> float:
-    number = _number(name, value)
-    if not number > 0:
-        raise InvalidInput(name, value, "is not > 0",
-                           "Pass the half-life in seconds (Infinity: never decays).")
-    return number
-
-
 def _tags(name: str, value: Any) -> str:
     if not isinstance(value, list):
         raise InvalidInput(name, value, "is not a list", "Pass a JSON array of strings.")
-    for tag in value:
-        check_text(name, tag, max_bytes=MAX_TAG_BYTES)
-    return json.dumps(sorted(set(value)), ensure_ascii=False)
+    check_tags(value)
+    return tags_text(value)
 
 
 def _one_of(choices: Iterable[str]) -> Check:
     allowed = tuple(choices)
-
-    def check(name: str, value: Any) -> str:
-        if value not in allowed:
-            raise InvalidInput(name, value, "is not a known value",
-                               f"Use one of {', '.join(allowed)}.")
-        return str(value)
-
-    return check
+    return _rule(lambda value: value in allowed, "is not a known value",
+                 f"Use one of {', '.join(allowed)}.")
 
 
-def _memory_type(name: str, value: Any) -> str:
-    check_memory_type(value)
-    return str(value)
+_text = _checked(check_text)
+_namespace = _checked(lambda _, value: check_namespace(value))
+_memory_type = _checked(lambda _, value: check_memory_type(value))
+_value = _checked(lambda name, value: check_text(name, value, max_bytes=sys.maxsize))
+"""Any size here: the limit is the importing store's, checked once the line is parsed."""
+_derived_text = _rule(lambda value: isinstance(value, str), "is not a str",
+                      "Pass the text the export wrote.")
+_bool = _rule(lambda value: isinstance(value, bool), "is not a boolean", "Use true or false.")
+_count = _rule(lambda value: not isinstance(value, bool) and isinstance(value, int)
+               and value >= 0, "is not an int >= 0", "Pass a whole count.")
+_time = _number(math.isfinite, "is not finite", "Pass seconds since the epoch.")
+_score = _number(lambda number: math.isfinite(number) and number >= 0,
+                 "is not a finite number >= 0", "Pass a score >= 0.")
+_half_life = _number(lambda number: number > 0, "is not > 0",
+                     "Pass the half-life in seconds (Infinity: never decays).")
 
 
-def _count(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise InvalidInput(name, value, "is not an int >= 0", "Pass a whole count.")
-    return value
+_COLUMN = {"op_kind": "kind"}
+"""The JSON names that are not their column's: the operation log's ``kind`` would clash
+with the line's own."""
 
 
 @dataclass(frozen=True)
 class _Kind:
-    """How one table travels: JSON name -> (column, check), in the export's sort order."""
+    """How one table travels: JSON name -> check, and the export's sort order."""
 
     table: Table
-    fields: Mapping[str, tuple[str, Check]]
+    fields: Mapping[str, Check]
     order: tuple[str, ...]
 
     @property
     def columns(self) -> dict[str, str]:
         """Column name -> JSON name."""
-        return {column: name for name, (column, _) in self.fields.items()}
-
-
-def _same(**checks: Check) -> dict[str, tuple[str, Check]]:
-    return {name: (name, check) for name, check in checks.items()}
+        return {_COLUMN.get(name, name): name for name in self.fields}
 
 
 KINDS: Mapping[str, _Kind] = {
-    "entity": _Kind(entities, _same(
+    "entity": _Kind(entities, dict(
         namespace=_namespace, entity_id=_text, next_version=_version, deleted=_bool,
         delete_seq=_or_none(_seq), restore_seq=_or_none(_seq),
     ), ("namespace", "entity_id")),
-    "memory": _Kind(memories, _same(
+    "memory": _Kind(memories, dict(
         namespace=_namespace, entity_id=_text, attribute=_text, attr_key=_derived_text,
         value=_value, value_key=_derived_text, version=_version, causal_seq=_seq,
         op_id=_text, source=_or_none(_text), trust=_one_of(get_args(TrustLevel)),
@@ -227,17 +205,16 @@ KINDS: Mapping[str, _Kind] = {
         updated_at=_time, last_accessed_at=_or_none(_time),
         status=_one_of(MEMORY_STATUSES), superseded_by=_or_none(_version),
     ), ("namespace", "entity_id", "version", "id")),
-    "tombstone": _Kind(tombstones, _same(
+    "tombstone": _Kind(tombstones, dict(
         namespace=_namespace, entity_id=_text, version=_version, causal_seq=_seq,
         op_id=_text, reason=_or_none(_text), created_at=_time, restored_at=_or_none(_time),
         restore_seq=_or_none(_seq), restore_op_id=_or_none(_text),
     ), ("namespace", "entity_id", "version", "id")),
-    "operation": _Kind(operations, {
-        **_same(namespace=_namespace, op_id=_text),
-        "op_kind": ("kind", _one_of(("write", "delete", "restore"))),
-        **_same(entity_id=_text, applied=_bool, version=_or_none(_version),
-                reason=_or_none(_text), created_at=_time),
-    }, ("namespace", "op_id")),
+    "operation": _Kind(operations, dict(
+        namespace=_namespace, op_id=_text, op_kind=_one_of(("write", "delete", "restore")),
+        entity_id=_text, applied=_bool, version=_or_none(_version), reason=_or_none(_text),
+        created_at=_time,
+    ), ("namespace", "op_id")),
 }
 """Every table that travels, in export order; ``id`` columns are left out on purpose."""
 
@@ -268,12 +245,7 @@ def _export_kind(conn: Connection, kind: str, spec: _Kind,
                  namespace: str | None) -> Iterator[str]:
     table = spec.table
     columns = spec.columns
-    order: list[ColumnElement[Any]] = []
-    for name in spec.order:
-        key: ColumnElement[Any] = table.c[name]
-        if conn.dialect.name == "postgresql" and name in ("namespace", "entity_id", "op_id"):
-            key = key.collate("C")
-        order.append(key)
+    order = (by_code_point(table.c[name], conn.dialect.name) for name in spec.order)
     query = select(*(table.c[column] for column in columns)).order_by(*order)
     if namespace is not None:
         query = query.where(table.c.namespace == namespace)
@@ -291,13 +263,7 @@ def _exported(table: Table, column: str, value: Any) -> Any:
     if table is memories and column == "tags":
         return json.loads(value)
     python_type = table.c[column].type.python_type
-    if python_type is float:
-        return float(value)
-    if python_type is bool:
-        return bool(value)
-    if python_type is int:
-        return int(value)
-    return value
+    return python_type(value) if python_type in (float, bool, int) else value
 
 
 # -- import -----------------------------------------------------------------------------
@@ -328,11 +294,7 @@ def import_jsonl(store: ReferenceStore, lines: Iterable[str | bytes]) -> ImportR
         except _Reject as reason:
             rejected.append(Rejection(number, reason.field, reason.message))
 
-    def attempt() -> list[Rejection]:
-        with store.database.write() as conn:
-            return _apply(conn, parsed)
-
-    late = store.database.retrying(attempt) if parsed else []
+    late = store.database.transaction(lambda conn: _apply(conn, parsed)) if parsed else []
     everything = sorted([*rejected, *late], key=lambda rejection: rejection.line)
     return ImportReport(len(parsed) - len(late), tuple(everything))
 
@@ -362,12 +324,12 @@ def _parse(store: ReferenceStore, number: int, raw: str) -> _Parsed:
         raise _Reject(unknown[0], f"{unknown[0]!r} is not a field of a {kind} line; "
                                   "it may come from a newer memcert, which it would lose")
     row: dict[str, Any] = {}
-    for name, (column, check) in spec.fields.items():
+    for name, check in spec.fields.items():
         if name not in document:
             raise _Reject(name, f"{name} is missing; a {kind} line needs every field "
                                 "the export writes, null where there is no value")
         try:
-            row[column] = check(name, document[name])
+            row[_COLUMN.get(name, name)] = check(name, document[name])
         except InvalidInput as error:
             raise _Reject(error.field, str(error)) from None
     if kind == "memory":

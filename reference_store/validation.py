@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable
 
 from invariants.backend import Delete, Restore, Write
 from invariants.errors import InvalidInput, ValueTooLarge
@@ -19,15 +20,18 @@ from .schema import MEMORY_TYPES
 
 __all__ = [
     "MAX_ID_CHARS",
+    "MAX_TAG_BYTES",
     "check_memory_type",
     "check_namespace",
     "check_op",
     "check_strength",
+    "check_tags",
     "check_text",
 ]
 
 MAX_ID_CHARS = 512
 MAX_SEQ = 2**63 - 1
+MAX_TAG_BYTES = 256
 _NAMESPACE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:/@-]{0,127}")
 
 
@@ -59,6 +63,11 @@ def check_text(field: str, value: object, *, max_bytes: int = MAX_ID_CHARS * 4,
         )
 
 
+def check_tags(tags: Iterable[object]) -> None:
+    for tag in tags:
+        check_text("tags", tag, max_bytes=MAX_TAG_BYTES)
+
+
 def check_namespace(namespace: object) -> None:
     """Namespaces are ASCII identifiers, so they can never smuggle a wildcard or a path."""
     check_text("namespace", namespace, max_bytes=128)
@@ -70,17 +79,17 @@ def check_namespace(namespace: object) -> None:
         )
 
 
-def check_seq(causal_seq: object) -> None:
-    """A causal_seq is a non-negative 64-bit int; bool is rejected although it is an int."""
+def check_seq(causal_seq: object, field: str = "causal_seq") -> None:
+    """A causal_seq (or any of the counters an import carries) is a non-negative 64-bit
+    int; bool is rejected although it is an int."""
     if isinstance(causal_seq, bool) or not isinstance(causal_seq, int):
         raise InvalidInput(
-            "causal_seq", causal_seq, "is not an integer",
+            field, causal_seq, "is not an integer",
             "Assign it from a Lamport clock when the operation starts.",
         )
     if causal_seq < 0 or causal_seq > MAX_SEQ:
         raise InvalidInput(
-            "causal_seq", causal_seq, f"is outside 0..{MAX_SEQ}",
-            "Use a non-negative 64-bit counter.",
+            field, causal_seq, f"is outside 0..{MAX_SEQ}", "Use a non-negative 64-bit counter.",
         )
 
 

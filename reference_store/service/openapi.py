@@ -8,12 +8,13 @@ kept in ``docs/openapi.json`` for readers without a running service.
 
 from __future__ import annotations
 
+import copy
 import json
 from typing import Any, Final
 
 from ..config import DEFAULT_MAX_VALUE_BYTES
 from ..schema import MEMORY_TYPES
-from ..validation import MAX_ID_CHARS, MAX_SEQ
+from ..validation import MAX_ID_CHARS, MAX_SEQ, MAX_TAG_BYTES
 from .wire import MAX_LIMIT, ROUTE_FIELDS
 
 __all__ = ["FIELDS", "PROTOCOL_VERSION", "openapi_document", "openapi_text"]
@@ -26,7 +27,8 @@ _ID: Final = {"type": "string", "minLength": 1, "maxLength": MAX_ID_CHARS * 4,
 _SEQ: Final = {"type": "integer", "format": "int64", "minimum": 0, "maximum": MAX_SEQ,
                "description": "Lamport time assigned when the operation started; a retry "
                               "reuses it."}
-_TAGS: Final = {"type": "array", "items": {"type": "string", "minLength": 1, "maxLength": 256},
+_TAGS: Final = {"type": "array",
+                "items": {"type": "string", "minLength": 1, "maxLength": MAX_TAG_BYTES},
                 "description": "Labels; a search or recall keeps memories holding all of "
                                "them."}
 _MEMORY_TYPE: Final = {"type": "string", "enum": list(MEMORY_TYPES)}
@@ -96,56 +98,51 @@ _ERRORS: Final = {
 
 
 def openapi_document() -> dict[str, Any]:
-    """The protocol as an OpenAPI 3.0 document (a fresh dict each call)."""
+    """The protocol as an OpenAPI 3.0 document: a fresh copy each call, which its caller
+    may change (the schemas it is built from share their parts)."""
+    errors = {status: _answer(text, "Error") for status, text in _ERRORS.items()}
     paths: dict[str, Any] = {}
     for route, (summary, answer, description) in _ROUTES.items():
-        responses = {"200": _ref_response("OK", answer), **_error_responses()}
+        responses = {"200": _answer("OK", answer), **errors}
         if route == "restore":
-            responses["501"] = _ref_response("Restore is not supported by this backend.",
-                                             "Error")
+            responses["501"] = _answer("Restore is not supported by this backend.", "Error")
         paths[f"/v1/{route}"] = {"post": {
             "operationId": route, "summary": summary, "description": description,
-            "requestBody": {"required": bool(ROUTE_FIELDS[route][0]), "content": {
-                "application/json": {"schema": {"$ref": f"#/components/schemas/{_name(route)}"}}}},
+            "requestBody": {"required": bool(ROUTE_FIELDS[route][0]),
+                            **_content(_ref(_name(route)))},
             "responses": responses,
         }}
     paths["/v1/export"] = {"get": {
         "operationId": "export", "summary": "Export the store as JSON Lines (store API).",
         "parameters": [{"name": "namespace", "in": "query", "required": False,
                         "schema": FIELDS["namespace"]}],
-        "responses": {"200": {"description": "One JSON object per line, every table.",
-                              "content": {"application/x-ndjson": {"schema": {
-                                  "type": "string"}}}},
-                      **_error_responses()},
+        "responses": {"200": _answer("One JSON object per line, every table.", _TEXT, _NDJSON),
+                      **errors},
     }}
     paths["/v1/import"] = {"post": {
         "operationId": "import", "summary": "Import an export (store API).",
         "description": "Lines that fail a check are reported and skipped; 422 when no line "
                        "could be imported. An empty body is the export of an empty store: "
                        "it imports nothing.",
-        "requestBody": {"required": False, "content": {"application/x-ndjson": {"schema": {
-            "type": "string"}}}},
-        "responses": {"200": _ref_response("What was imported and what was not.",
-                                           "ImportReport"), **_error_responses()},
+        "requestBody": {"required": False, **_content(_TEXT, _NDJSON)},
+        "responses": {"200": _answer("What was imported and what was not.", "ImportReport"),
+                      **errors},
     }}
     paths["/healthz"] = {"get": {
         "operationId": "healthz", "summary": "Whether the service and its database answer.",
         "security": [],
-        "responses": {"200": _ref_response("Healthy.", "Health"),
-                      "503": _ref_response("The database does not answer.", "Health")},
+        "responses": {"200": _answer("Healthy.", "Health"),
+                      "503": _answer("The database does not answer.", "Health")},
     }}
     paths["/metrics"] = {"get": {
         "operationId": "metrics", "summary": "Prometheus text exposition.",
-        "responses": {"200": {"description": "Metrics.", "content": {
-            "text/plain": {"schema": {"type": "string"}}}},
-            "401": _ref_response(_ERRORS["401"], "Error")},
+        "responses": {"200": _answer("Metrics.", _TEXT, "text/plain"), "401": errors["401"]},
     }}
     paths["/openapi.json"] = {"get": {
         "operationId": "openapi", "summary": "This document.", "security": [],
-        "responses": {"200": {"description": "OpenAPI 3.0.", "content": {
-            "application/json": {"schema": {"type": "object"}}}}},
+        "responses": {"200": _answer("OpenAPI 3.0.", {"type": "object"})},
     }}
-    return {
+    return copy.deepcopy({
         "openapi": "3.0.3",
         "info": {"title": "memcert memory protocol", "version": PROTOCOL_VERSION,
                  "description": "The HTTP protocol memcert certifies backends through; "
@@ -156,11 +153,35 @@ def openapi_document() -> dict[str, Any]:
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
             "schemas": {**_request_schemas(), **_response_schemas()},
         },
-    }
+    })
+
+
+_TEXT: Final = {"type": "string"}
+_NDJSON: Final = "application/x-ndjson"
 
 
 def _name(route: str) -> str:
     return f"{route.capitalize()}Request"
+
+
+def _ref(schema: str) -> dict[str, Any]:
+    return {"$ref": f"#/components/schemas/{schema}"}
+
+
+def _content(schema: dict[str, Any], media: str = "application/json") -> dict[str, Any]:
+    return {"content": {media: {"schema": schema}}}
+
+
+def _answer(description: str, schema: str | dict[str, Any],
+            media: str = "application/json") -> dict[str, Any]:
+    """A response: a named component schema, or a schema given inline."""
+    return {"description": description,
+            **_content(_ref(schema) if isinstance(schema, str) else schema, media)}
+
+
+def _object(properties: dict[str, Any], required: list[str] | None = None) -> dict[str, Any]:
+    return {"type": "object", **({"required": required} if required else {}),
+            "properties": properties}
 
 
 def _request_schemas() -> dict[str, Any]:
@@ -176,57 +197,40 @@ def _request_schemas() -> dict[str, Any]:
 
 
 def _response_schemas() -> dict[str, Any]:
-    nullable_int = {"type": "integer", "nullable": True}
+    integer, number, boolean = {"type": "integer"}, {"type": "number"}, {"type": "boolean"}
     nullable_text = {"type": "string", "nullable": True}
-    record: dict[str, Any] = {
-        "type": "object",
-        "required": ["entity_id", "attribute", "value", "causal_seq", "version"],
-        "properties": {"entity_id": {"type": "string"}, "attribute": {"type": "string"},
-                       "value": {"type": "string"}, "causal_seq": _SEQ,
-                       "version": {"type": "integer"}}}
-    hit_numbers = {name: {"type": "number"} for name in ("score", "strength", "rank")}
-    hit = {"type": "object", "properties": {
-        **record["properties"], "namespace": {"type": "string"}, "memory_type": _MEMORY_TYPE,
-        "tags": {"type": "array", "items": {"type": "string"}},
+    record = {"entity_id": _TEXT, "attribute": _TEXT, "value": _TEXT, "causal_seq": _SEQ,
+              "version": integer}
+    hit = _object({
+        **record, "namespace": _TEXT, "memory_type": _MEMORY_TYPE,
+        "tags": {"type": "array", "items": _TEXT},
         "trust": {"type": "string", "enum": ["trusted", "derived", "untrusted"]},
-        "instruction_like": {"type": "boolean"}, "access_count": {"type": "integer"},
-        **hit_numbers, "similarity": {"type": "number", "nullable": True}}}
+        "instruction_like": boolean, "access_count": integer, "score": number,
+        "strength": number, "rank": number, "similarity": {"type": "number", "nullable": True}})
     return {
-        "Ack": {"type": "object", "required": ["applied", "version", "reason"], "properties": {
-            "applied": {"type": "boolean"}, "version": nullable_int, "reason": nullable_text}},
-        "Record": record,
-        "Records": {"type": "object", "required": ["records"], "properties": {
-            "records": {"type": "array", "items": {"$ref": "#/components/schemas/Record"}}}},
-        "Reset": {"type": "object", "properties": {"reset": {"type": "boolean"}}},
+        "Ack": _object({"applied": boolean, "version": {"type": "integer", "nullable": True},
+                        "reason": nullable_text}, ["applied", "version", "reason"]),
+        "Record": _object(record, list(record)),
+        "Records": _object({"records": {"type": "array", "items": _ref("Record")}},
+                           ["records"]),
+        "Reset": _object({"reset": boolean}),
         "Hit": hit,
-        "Hits": {"type": "object", "required": ["hits"], "properties": {
-            "hits": {"type": "array", "items": {"$ref": "#/components/schemas/Hit"}}}},
-        "Touched": {"type": "object", "properties": {"access_count": {"type": "integer"}}},
-        "Forgotten": {"type": "object", "properties": {"archived": {"type": "integer"}}},
-        "ImportReport": {"type": "object", "properties": {
-            "imported": {"type": "integer"},
-            "rejected": {"type": "array", "items": {"type": "object", "properties": {
-                "line": {"type": "integer"}, "field": nullable_text,
-                "message": {"type": "string"}}}}}},
-        "Health": {"type": "object", "properties": {"status": {"type": "string"},
-                                                    "message": {"type": "string"}}},
-        "Error": {"type": "object", "required": ["error", "field", "message"], "properties": {
+        "Hits": _object({"hits": {"type": "array", "items": _ref("Hit")}}, ["hits"]),
+        "Touched": _object({"access_count": integer}),
+        "Forgotten": _object({"archived": integer}),
+        "ImportReport": _object({
+            "imported": integer,
+            "rejected": {"type": "array", "items": _object({
+                "line": integer, "field": nullable_text, "message": _TEXT})}}),
+        "Health": _object({"status": _TEXT, "message": _TEXT}),
+        "Error": _object({
             "error": {"type": "string", "enum": [
                 "invalid_json", "invalid_input", "value_too_large", "body_too_large",
                 "unauthorized", "not_found", "method_not_allowed", "not_implemented",
                 "unavailable", "internal"]},
-            "field": nullable_text, "message": {"type": "string"},
-            "problem": {"type": "string"}, "fix": {"type": "string"}}},
+            "field": nullable_text, "message": _TEXT, "problem": _TEXT, "fix": _TEXT},
+            ["error", "field", "message"]),
     }
-
-
-def _ref_response(description: str, schema: str) -> dict[str, Any]:
-    return {"description": description, "content": {"application/json": {"schema": {
-        "$ref": f"#/components/schemas/{schema}"}}}}
-
-
-def _error_responses() -> dict[str, Any]:
-    return {status: _ref_response(text, "Error") for status, text in _ERRORS.items()}
 
 
 def openapi_text() -> str:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import tempfile
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from typing import Any, Final, TextIO, cast
 
 from sqlalchemy.exc import DBAPIError
@@ -24,7 +24,6 @@ from starlette.responses import Response, StreamingResponse
 
 from invariants.errors import InvalidArgument, InvalidInput
 
-from .. import ReferenceStore
 from ..validation import check_namespace
 from . import wire
 from .errors import Refusal, field_error, invalid_input, refusal_body, shown_name
@@ -57,15 +56,8 @@ class Routes:
     def table(self) -> list[tuple[str, str, Handler]]:
         """(path, method, handler) for every route the service serves."""
         return [
-            ("/v1/write", "POST", self.write),
-            ("/v1/delete", "POST", self.delete),
-            ("/v1/restore", "POST", self.restore),
-            ("/v1/read", "POST", self.read),
-            ("/v1/reset", "POST", self.reset),
-            ("/v1/search", "POST", self.search),
-            ("/v1/recall", "POST", self.recall),
-            ("/v1/touch", "POST", self.touch),
-            ("/v1/forget", "POST", self.forget),
+            *((f"/v1/{route}", "POST", self._call(route, work))
+              for route, work in wire.CALLS.items()),
             ("/v1/export", "GET", self.export),
             ("/v1/import", "POST", self.import_),
             ("/healthz", "GET", self.healthz),
@@ -73,64 +65,14 @@ class Routes:
             ("/openapi.json", "GET", self.openapi_json),
         ]
 
-    # -- the contract -------------------------------------------------------------------
+    def _call(self, route: str, work: Callable[[Mapping[str, Any]], wire.Work]) -> Handler:
+        """A route whose JSON body is one call of the store's API."""
+        async def handle(request: Request) -> Response:
+            body = wire.decode(await _read_limited(request, self.options.max_body_bytes),
+                               route)
+            return wire.Answer(await self.pool.run(work(body)))
 
-    async def write(self, request: Request) -> Response:
-        op, options = wire.parse_write(await self._body(request, "write"))
-        ack = await self.pool.run(lambda store: store.remember(op, options))
-        return wire.Answer(wire.ack_body(ack))
-
-    async def delete(self, request: Request) -> Response:
-        op = wire.parse_delete(await self._body(request, "delete"))
-        ack = await self.pool.run(lambda store: store.delete(op))
-        return wire.Answer(wire.ack_body(ack))
-
-    async def restore(self, request: Request) -> Response:
-        op = wire.parse_restore(await self._body(request, "restore"))
-        ack = await self.pool.run(lambda store: store.restore(op))
-        return wire.Answer(wire.ack_body(ack))
-
-    async def read(self, request: Request) -> Response:
-        namespace, entity_id = wire.parse_read(await self._body(request, "read"))
-        records = await self.pool.run(lambda store: store.read(namespace, entity_id))
-        return wire.Answer({"records": [wire.record_body(r) for r in records]})
-
-    async def reset(self, request: Request) -> Response:
-        await self._body(request, "reset")
-        await self.pool.run(ReferenceStore.reset)
-        return wire.Answer({"reset": True})
-
-    # -- the store API ------------------------------------------------------------------
-
-    async def search(self, request: Request) -> Response:
-        body = await self._body(request, "search")
-        listing = wire.parse_listing(body)
-        query = body["query"]
-        hits = await self.pool.run(lambda store: store.search(
-            listing.namespace, query, tags=listing.tags, memory_type=listing.memory_type,
-            limit=listing.limit))
-        return wire.Answer({"hits": [wire.hit_body(hit) for hit in hits]})
-
-    async def recall(self, request: Request) -> Response:
-        body = await self._body(request, "recall")
-        listing = wire.parse_listing(body)
-        entity_id = body.get("entity_id")
-        hits = await self.pool.run(lambda store: store.recall(
-            listing.namespace, entity_id=entity_id, tags=listing.tags,
-            memory_type=listing.memory_type, limit=listing.limit))
-        return wire.Answer({"hits": [wire.hit_body(hit) for hit in hits]})
-
-    async def touch(self, request: Request) -> Response:
-        namespace, entity_id, attribute = wire.parse_touch(await self._body(request, "touch"))
-        count = await self.pool.run(lambda store: store.touch(namespace, entity_id, attribute))
-        return wire.Answer({"access_count": count})
-
-    async def forget(self, request: Request) -> Response:
-        namespace, entity_id, attribute = wire.parse_forget(
-            await self._body(request, "forget"))
-        archived = await self.pool.run(
-            lambda store: store.forget(namespace, entity_id, attribute))
-        return wire.Answer({"archived": archived})
+        return handle
 
     async def export(self, request: Request) -> Response:
         """The whole store (or one namespace) as JSON Lines, spooled to disk when large."""
@@ -183,9 +125,6 @@ class Routes:
 
     async def openapi_json(self, request: Request) -> Response:
         return wire.Answer(self.openapi)
-
-    async def _body(self, request: Request, route: str) -> dict[str, Any]:
-        return wire.decode(await _read_limited(request, self.options.max_body_bytes), route)
 
 
 def guarded(handler: Handler) -> Handler:

@@ -1,4 +1,5 @@
-"""The JSON bodies of the protocol, to and from the store's own types.
+"""The JSON bodies of the protocol: each route's body as one call of the store's API
+(:data:`CALLS`), and the store's answers as JSON.
 
 Parsing only checks the *shape* of a body: that it is an object, that every required
 field is there and no unknown one is, and that lists are lists. What a field's value
@@ -10,37 +11,29 @@ is an error and not a silently missing ``op_id``.
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from starlette.responses import JSONResponse
 
 from invariants.backend import Ack, Delete, Record, Restore, Write
 
-from .. import Hit, ImportReport, WriteOptions
+from .. import Hit, ImportReport, ReferenceStore, WriteOptions
 from ..validation import check_namespace, check_text
 from .errors import Refusal, field_error, shown_name
 
 __all__ = [
+    "CALLS",
     "MAX_LIMIT",
     "NULLABLE",
     "ROUTE_FIELDS",
     "Answer",
-    "Listing",
-    "ack_body",
+    "Work",
+    "as_object",
     "decode",
-    "hit_body",
     "import_body",
-    "parse_delete",
-    "parse_forget",
-    "parse_listing",
-    "parse_read",
-    "parse_restore",
-    "parse_touch",
-    "parse_write",
-    "record_body",
 ]
 
 MAX_LIMIT = 1000
@@ -99,7 +92,11 @@ def decode(raw: bytes, route: str) -> dict[str, Any]:
     return document
 
 
-def parse_write(body: Mapping[str, Any]) -> tuple[Write, WriteOptions]:
+Work = Callable[[ReferenceStore], dict[str, Any]]
+"""A request's store work, run with a handle of its own; it returns the answer's body."""
+
+
+def write(body: Mapping[str, Any]) -> Work:
     op = Write(body["namespace"], body["entity_id"], body["attribute"], body["value"],
                body["causal_seq"], body["op_id"], body.get("source"))
     defaults = WriteOptions()
@@ -109,69 +106,85 @@ def parse_write(body: Mapping[str, Any]) -> tuple[Write, WriteOptions]:
         score=body.get("score", defaults.score),
         half_life_seconds=body.get("half_life_seconds"),
     )
-    return op, options
+    return lambda store: as_object(store.remember(op, options))
 
 
-def parse_delete(body: Mapping[str, Any]) -> Delete:
-    return Delete(body["namespace"], body["entity_id"], body["causal_seq"], body["op_id"],
-                  body.get("reason"))
+def delete(body: Mapping[str, Any]) -> Work:
+    op = Delete(body["namespace"], body["entity_id"], body["causal_seq"], body["op_id"],
+                body.get("reason"))
+    return lambda store: as_object(store.delete(op))
 
 
-def parse_restore(body: Mapping[str, Any]) -> Restore:
-    return Restore(body["namespace"], body["entity_id"], body["causal_seq"], body["op_id"])
+def restore(body: Mapping[str, Any]) -> Work:
+    op = Restore(body["namespace"], body["entity_id"], body["causal_seq"], body["op_id"])
+    return lambda store: as_object(store.restore(op))
 
 
-def parse_read(body: Mapping[str, Any]) -> tuple[str, str]:
+def read(body: Mapping[str, Any]) -> Work:
     """The store's read trusts its caller; over the wire the ids are checked here."""
-    check_namespace(body["namespace"])
-    check_text("entity_id", body["entity_id"])
-    return body["namespace"], body["entity_id"]
+    namespace, entity_id = body["namespace"], body["entity_id"]
+    check_namespace(namespace)
+    check_text("entity_id", entity_id)
+    return lambda store: {"records": [as_object(record)
+                                      for record in store.read(namespace, entity_id)]}
 
 
-def parse_touch(body: Mapping[str, Any]) -> tuple[str, str, str]:
-    return body["namespace"], body["entity_id"], body["attribute"]
+def reset(body: Mapping[str, Any]) -> Work:
+    def work(store: ReferenceStore) -> dict[str, Any]:
+        store.reset()
+        return {"reset": True}
+
+    return work
 
 
-def parse_forget(body: Mapping[str, Any]) -> tuple[str, str, str | None]:
-    return body["namespace"], body["entity_id"], body.get("attribute")
+def search(body: Mapping[str, Any]) -> Work:
+    namespace, query, listing = body["namespace"], body["query"], _listing(body)
+    return lambda store: _hits(store.search(namespace, query, **listing))
 
 
-@dataclass(frozen=True, slots=True)
-class Listing:
-    """What search and recall share: where to look, which memories, how many."""
-
-    namespace: str
-    tags: tuple[str, ...]
-    memory_type: str | None
-    limit: int
+def recall(body: Mapping[str, Any]) -> Work:
+    namespace, entity_id, listing = body["namespace"], body.get("entity_id"), _listing(body)
+    return lambda store: _hits(store.recall(namespace, entity_id=entity_id, **listing))
 
 
-def parse_listing(body: Mapping[str, Any]) -> Listing:
+def touch(body: Mapping[str, Any]) -> Work:
+    namespace, entity_id, attribute = body["namespace"], body["entity_id"], body["attribute"]
+    return lambda store: {"access_count": store.touch(namespace, entity_id, attribute)}
+
+
+def forget(body: Mapping[str, Any]) -> Work:
+    namespace, entity_id, attribute = body["namespace"], body["entity_id"], body.get("attribute")
+    return lambda store: {"archived": store.forget(namespace, entity_id, attribute)}
+
+
+CALLS: Mapping[str, Callable[[Mapping[str, Any]], Work]] = {
+    "write": write, "delete": delete, "restore": restore, "read": read, "reset": reset,
+    "search": search, "recall": recall, "touch": touch, "forget": forget,
+}
+"""The routes that take a JSON body, each with what turns its body into store work;
+they are :data:`ROUTE_FIELDS`'s routes."""
+
+
+def _listing(body: Mapping[str, Any]) -> dict[str, Any]:
+    """What search and recall share: which memories, and how many."""
     limit = body.get("limit", 10)
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
         raise field_error("limit", f"is {limit!r}, not an integer in 1..{MAX_LIMIT}",
                           "Ask for a number of hits such as 10.")
-    return Listing(body["namespace"], _tags(body), body.get("memory_type"), limit)
+    return {"tags": _tags(body), "memory_type": body.get("memory_type"), "limit": limit}
 
 
-def ack_body(ack: Ack) -> dict[str, Any]:
-    return {"applied": ack.applied, "version": ack.version, "reason": ack.reason}
+def _hits(hits: list[Hit]) -> dict[str, Any]:
+    return {"hits": [as_object(hit) for hit in hits]}
 
 
-def record_body(record: Record) -> dict[str, Any]:
-    return {"entity_id": record.entity_id, "attribute": record.attribute,
-            "value": record.value, "causal_seq": record.causal_seq, "version": record.version}
+def as_object(result: Ack | Record | Hit) -> dict[str, Any]:
+    """A result of the store as its JSON object: every field, in declaration order."""
+    return {name: getattr(result, name) for name in _FIELDS[type(result)]}
 
 
-def hit_body(hit: Hit) -> dict[str, Any]:
-    return {
-        "namespace": hit.namespace, "entity_id": hit.entity_id, "attribute": hit.attribute,
-        "value": hit.value, "causal_seq": hit.causal_seq, "version": hit.version,
-        "memory_type": hit.memory_type, "tags": list(hit.tags), "trust": hit.trust,
-        "instruction_like": hit.instruction_like, "access_count": hit.access_count,
-        "score": hit.score, "strength": hit.strength, "similarity": hit.similarity,
-        "rank": hit.rank,
-    }
+_FIELDS = {kind: tuple(field.name for field in dataclasses.fields(kind))
+           for kind in (Ack, Record, Hit)}
 
 
 def import_body(report: ImportReport) -> dict[str, Any]:
@@ -212,12 +225,8 @@ _ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(","
 
 def _json_type(value: object) -> str:
     """The JSON name of a decoded value's type, for messages a non-Python client reads."""
-    for kind, name in _JSON_TYPES:
-        if isinstance(value, kind):
-            return name
-    return "null"
+    return _JSON_TYPES.get(type(value), "null")
 
 
-_JSON_TYPES: tuple[tuple[type, str], ...] = (
-    (bool, "boolean"), (int, "number"), (float, "number"), (str, "string"), (list, "array"),
-    (dict, "object"))
+_JSON_TYPES: Mapping[type, str] = {bool: "boolean", int: "number", float: "number",
+                                   str: "string", list: "array", dict: "object"}
