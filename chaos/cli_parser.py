@@ -413,7 +413,7 @@ def _add_serve(commands: argparse._SubParsersAction[_Parser]) -> None:
     serve = commands.add_parser(
         "serve", help="serve the reference store over memcert's HTTP protocol",
         description="Serve the reference store as a JSON HTTP service (docs/http-protocol.md): "
-                    "the contract operations, search, recall, touch, forget, export and "
+                    "the contract operations, search, recall, touch, forget, entities, export and "
                     "import, /metrics, /healthz and /openapi.json. Prints 'memcert: serving "
                     "the reference store at URL' on stderr once it accepts requests; SIGTERM "
                     "stops it gracefully. A --host other than a loopback address needs a "

@@ -69,6 +69,10 @@ if TYPE_CHECKING:
 __all__ = ["ReferenceStore", "WriteOptions"]
 
 
+_PAGE = 1000
+"""Entity ids :meth:`ReferenceStore.entities` reads per query."""
+
+
 @dataclass(frozen=True, slots=True)
 class WriteOptions:
     """What an agent-facing write adds to the contract's ``Write``."""
@@ -165,16 +169,22 @@ class ReferenceStore:
         a time, so a large namespace is never held whole."""
         last: str | None = None
         while True:
-            with self.database.read() as conn:
-                key = by_code_point(entities.c.entity_id, conn.dialect.name)
-                query = select(entities.c.entity_id).where(entities.c.namespace == namespace)
-                if last is not None:
-                    query = query.where(key > last)
-                page = [row[0] for row in conn.execute(query.order_by(key).limit(_PAGE))]
+            page = self.entity_page(namespace, after=last)
             yield from page
             if len(page) < _PAGE:
                 return
             last = page[-1]
+
+    def entity_page(self, namespace: str, *, after: str | None = None,
+                    limit: int = _PAGE) -> list[str]:
+        """Up to ``limit`` of :meth:`entities`, those after ``after`` by code point: one
+        page, which the HTTP service's ``/v1/entities`` serves."""
+        with self.database.read() as conn:
+            key = by_code_point(entities.c.entity_id, conn.dialect.name)
+            query = select(entities.c.entity_id).where(entities.c.namespace == namespace)
+            if after is not None:
+                query = query.where(key > after)
+            return [row[0] for row in conn.execute(query.order_by(key).limit(limit))]
 
     def reset(self) -> None:
         def empty(conn: Connection) -> None:
@@ -381,8 +391,6 @@ _LOGGED_AND_CURRENT = (
                  .outerjoin(memories, and_(*of_entity(memories), AT_KEY, ACTIVE))))
 """An operation's reads under the lock: the op_id's first outcome, if it is logged, and
 the key's current record (each all None where there is none)."""
-_PAGE = 1000
-"""Entity ids :meth:`ReferenceStore.entities` reads per query."""
 
 _READ_ACTIVE = (select(_m.entity_id, _m.attribute, _m.value, _m.causal_seq, _m.version)
                 .where(*of_entity(memories), ACTIVE).order_by(_m.causal_seq, _m.version))

@@ -26,6 +26,7 @@ import http.client
 import json
 import time
 import urllib.parse
+from collections.abc import Iterator
 from dataclasses import fields
 from typing import Any, Final, TypeGuard
 
@@ -34,6 +35,7 @@ from invariants.errors import FactoryError, InvalidArgument, InvalidInput, Value
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",
+    "ENTITY_PAGE",
     "IDLE_RECONNECT_S",
     "HttpBackend",
     "HttpFactory",
@@ -45,6 +47,9 @@ __all__ = [
 DEFAULT_TIMEOUT_S: Final = 10.0
 IDLE_RECONNECT_S: Final = 2.0
 """Reconnect before reusing a connection idle this long; servers keep one at least 5 s."""
+
+ENTITY_PAGE: Final = 1000
+"""Entity ids asked for per request when a service is listed."""
 
 PROBE: Final = ("memcert-probe", "probe")
 """The entity :meth:`HttpFactory.check` reads to prove the service answers."""
@@ -143,6 +148,23 @@ class HttpBackend:
 
     def reset(self) -> None:
         self._call("reset", {})
+
+    def entities(self, namespace: str) -> Iterator[str]:
+        """Every entity id of ``namespace``, a page at a time through ``POST /v1/entities``
+        (docs/http-protocol.md): the optional capability ``memcert audit`` lists a service
+        by. A service without the route raises NotImplementedError."""
+        body: dict[str, Any] = {"namespace": namespace, "limit": ENTITY_PAGE}
+        while True:
+            page = self._call("entities", body)
+            ids, after = page.get("entity_ids"), page.get("next")
+            if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids) or not (
+                    after is None or isinstance(after, str)):
+                raise ProtocolError(f"{self._base.where('entities')} answered {page!r}; a page "
+                                    "needs entity_ids (strings) and next (a string or null)")
+            yield from ids
+            if after is None:
+                return
+            body = {**body, "after": after}
 
     def close(self) -> None:
         self._drop()
@@ -264,6 +286,9 @@ def _refusal(status: int, answer: Any, where: str, route: str,
                                "token with --token T or MEMCERT_TOKEN")
     if status == 501 and route == "restore":
         return NotImplementedError(f"{where} does not support restore ({said})")
+    if status == 404 and route == "entities":
+        return NotImplementedError(f"{where} has no such route, so the service's entities "
+                                   "cannot be listed; audit an export of its data instead")
     if status >= 500:
         return OutcomeUnknown(f"POST {where} answered HTTP {status} ({said}); the {route} may "
                               "or may not have been applied")

@@ -59,6 +59,8 @@ FIELDS: Final[dict[str, dict[str, Any]]] = {
                                          "store's default."},
     "query": {"type": "string", "minLength": 1, "pattern": r"\S"},
     "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": 10},
+    "after": {**_ID, "description": "The next page starts after this entity id, by code "
+                                    "point: the previous page's next."},
 }
 """The schema of every request field, by name."""
 
@@ -84,6 +86,9 @@ _ROUTES: Final = {
               "Returns the new access count, 0 when no memory is active there."),
     "forget": ("Archive memories (store API).", "Forgotten",
                "Archive an entity's active memories, or one attribute's; no tombstone."),
+    "entities": ("List a namespace's entity ids (store API).", "EntityPage",
+                 "Every entity id the namespace has held, deleted ones too, by code point, "
+                 "a page at a time: what memcert audit enumerates a service by."),
 }
 
 _ERRORS: Final = {
@@ -218,6 +223,8 @@ def _response_schemas() -> dict[str, Any]:
         "Hits": _object({"hits": {"type": "array", "items": _ref("Hit")}}, ["hits"]),
         "Touched": _object({"access_count": integer}),
         "Forgotten": _object({"archived": integer}),
+        "EntityPage": _object({"entity_ids": {"type": "array", "items": _TEXT},
+                               "next": nullable_text}, ["entity_ids", "next"]),
         "ImportReport": _object({
             "imported": integer,
             "rejected": {"type": "array", "items": _object({

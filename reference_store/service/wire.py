@@ -49,6 +49,7 @@ ROUTE_FIELDS: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "recall": (("namespace",), ("entity_id", "tags", "memory_type", "limit")),
     "touch": (("namespace", "entity_id", "attribute"), ()),
     "forget": (("namespace", "entity_id"), ("attribute",)),
+    "entities": (("namespace",), ("after", "limit")),
     "reset": ((), ()),
 }
 """Per route: the required fields, then the optional ones."""
@@ -157,9 +158,25 @@ def forget(body: Mapping[str, Any]) -> Work:
     return lambda store: {"archived": store.forget(namespace, entity_id, attribute)}
 
 
+def entities(body: Mapping[str, Any]) -> Work:
+    """A page of the namespace's entity ids; ``next`` is the ``after`` of the next page,
+    null on the last, so a client pages through a namespace of any size."""
+    namespace, after, limit = body["namespace"], body.get("after"), _limit(body, "entity ids")
+    check_namespace(namespace)
+    if after is not None:
+        check_text("after", after)
+
+    def work(store: ReferenceStore) -> dict[str, Any]:
+        page = store.entity_page(namespace, after=after, limit=limit)
+        return {"entity_ids": page, "next": page[-1] if len(page) == limit else None}
+
+    return work
+
+
 CALLS: Mapping[str, Callable[[Mapping[str, Any]], Work]] = {
     "write": write, "delete": delete, "restore": restore, "read": read, "reset": reset,
     "search": search, "recall": recall, "touch": touch, "forget": forget,
+    "entities": entities,
 }
 """The routes that take a JSON body, each with what turns its body into store work;
 they are :data:`ROUTE_FIELDS`'s routes."""
@@ -167,11 +184,16 @@ they are :data:`ROUTE_FIELDS`'s routes."""
 
 def _listing(body: Mapping[str, Any]) -> dict[str, Any]:
     """What search and recall share: which memories, and how many."""
+    return {"tags": _tags(body), "memory_type": body.get("memory_type"),
+            "limit": _limit(body, "hits")}
+
+
+def _limit(body: Mapping[str, Any], what: str) -> int:
     limit = body.get("limit", 10)
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
         raise field_error("limit", f"is {limit!r}, not an integer in 1..{MAX_LIMIT}",
-                          "Ask for a number of hits such as 10.")
-    return {"tags": _tags(body), "memory_type": body.get("memory_type"), "limit": limit}
+                          f"Ask for a number of {what} such as 10.")
+    return limit
 
 
 def _hits(hits: list[Hit]) -> dict[str, Any]:

@@ -194,3 +194,35 @@ def test_answers_outside_the_protocol_are_protocol_errors(canned):
         "protocol does not allow for read")
     with pytest.raises(FactoryError, match="does not speak memcert's HTTP protocol v1"):
         HttpFactory(url).check()
+
+
+def test_a_service_is_listed_a_page_at_a_time_and_audited(served: Served, monkeypatch,
+                                                          tmp_path):
+    import invariants.adapters.http as http_adapter
+    from chaos.audit import AuditOptions, audit_factory
+    from invariants.capabilities import enumeration_supported
+
+    monkeypatch.setattr(http_adapter, "ENTITY_PAGE", 2)
+    backend = HttpBackend(served.url)
+    try:
+        for number in range(5):
+            backend.write(Write("adapter-list", f"u{number}", "city", f"lives in c{number}",
+                                1, f"l{number}"))
+        assert enumeration_supported(backend)
+        assert list(backend.entities("adapter-list")) == [f"u{n}" for n in range(5)]
+        assert list(backend.entities("adapter-list-none")) == []
+    finally:
+        backend.close()
+    result = audit_factory(HttpFactory(served.url), served.url,
+                           AuditOptions(namespaces=("adapter-list",), out=tmp_path / "audit"))
+    assert (result.entities, result.records, result.findings) == (5, 5, 0)
+    assert result.exit_code == 0
+
+
+def test_a_service_without_the_entities_route_cannot_be_listed(served: Served):
+    backend = HttpBackend(served.url + "/elsewhere")
+    try:
+        with pytest.raises(NotImplementedError, match="audit an export"):
+            list(backend.entities("ns"))
+    finally:
+        backend.close()

@@ -87,6 +87,32 @@ def test_search_recall_touch_and_forget(served: Served):
                 {"namespace": "routes-s", "entity_id": "u1"}).json == {"records": []}
 
 
+def test_entities_pages_through_a_namespace_deleted_ones_included(served: Served):
+    url = served.url
+    for number, entity in enumerate(("u3", "u1", "Ü2", "u10")):
+        call(url, "POST", "/v1/write", _write("routes-e", entity, "city", "Paris", 1,
+                                              f"e{number}"))
+    call(url, "POST", "/v1/write", _write("routes-e-other", "x", "city", "Paris", 1, "eo"))
+    call(url, "POST", "/v1/delete", {"namespace": "routes-e", "entity_id": "u3",
+                                     "causal_seq": 2, "op_id": "ed"})
+    pages, body = [], {"namespace": "routes-e", "limit": 3}
+    while True:
+        answer = call(url, "POST", "/v1/entities", body)
+        assert answer.status == 200, answer.json
+        pages.append(answer.json["entity_ids"])
+        if answer.json["next"] is None:
+            break
+        body = {**body, "after": answer.json["next"]}
+    assert pages == [["u1", "u10", "u3"], ["Ü2"]]  # code point order, in pages of 3
+    assert call(url, "POST", "/v1/entities", {"namespace": "routes-none"}).json == {
+        "entity_ids": [], "next": None}
+    for bad, field in (({"namespace": "routes-e", "limit": 0}, "limit"),
+                       ({"namespace": "routes-e", "after": " "}, "after"),
+                       ({"namespace": "bad ns"}, "namespace")):
+        refused = call(url, "POST", "/v1/entities", bad)
+        assert (refused.status, refused.json["field"]) == (422, field), refused.json
+
+
 def test_export_reset_import_round_trip_and_an_import_that_clashes_writes_nothing(
         served: Served):
     url = served.url
