@@ -313,3 +313,33 @@ def test_every_witness_mark_says_on_hover_how_many_operations_it_counts(nights, 
         assert len(listed) <= min(5, int(count)) and bool(more) == (int(count) > len(listed))
         counted += int(count)
     assert counted == data["witnesses"], "each witness is counted under one mark"
+
+
+RECORD_TEXT = """window.drawnTexts = [];
+var fillText = CanvasRenderingContext2D.prototype.fillText;
+CanvasRenderingContext2D.prototype.fillText = function (text) {
+  window.drawnTexts.push(String(text));
+  return fillText.apply(this, arguments);
+};"""
+"""Run before the page's own script: keeps every text drawn on a canvas."""
+
+
+@pytest.mark.slow
+def test_the_timeline_draws_its_time_axis_in_seconds_and_names_its_rows(nights):
+    """The canvas's axes, read from what it draws: ticks from 0 to the run's span, the
+    axis named with its unit, and the rows named by worker and scenario."""
+    _, _, _, bad = nights
+    page = bad.folder / "report.html"
+    data = page_data(page.read_text())
+    with browser() as chromium:
+        chromium.send("Page.enable")
+        chromium.send("Page.addScriptToEvaluateOnNewDocument", source=RECORD_TEXT)
+        chromium.open(page, width=WIDTH)
+        texts = chromium.evaluate("window.drawnTexts")
+    assert "time since the run began (s)" in texts and "worker, scenario" in texts
+    ticks = [float(t) for t in texts if re.fullmatch(r"\d+(\.\d+)?", t)]
+    assert ticks[0] == 0 and ticks == sorted(ticks) and len(ticks) > 2
+    assert abs(ticks[-1] - data["span_s"]) <= max(0.01, data["span_s"] * 0.05)
+    assert {s["name"] for s in data["scenarios"]} <= set(texts), "each scenario's band"
+    assert any(re.fullmatch(rf"w{row['worker']} {re.escape(row['scenario'])}", t)
+               for row in data["rows"] for t in texts), "rows are named by worker"
