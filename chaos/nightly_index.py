@@ -43,6 +43,7 @@ def found_text(causes: Mapping[str, int]) -> str:
 
 
 def labels_text(labels: Mapping[str, str]) -> str:
+    """A night's labels as a trend point's hover text gives them: "commit=abc, image=x"."""
     return ", ".join(f"{key}={value}" for key, value in labels.items())
 
 

@@ -94,8 +94,6 @@ def _latency(samples: Mapping[str, Sequence[Sample]]) -> dict[str, dict[str, lis
     return result
 
 
-
-
 # -- report.html ----------------------------------------------------------------------
 
 
@@ -226,6 +224,7 @@ def _overrun(report: Report, phases: Mapping[str, float], stateful_share: float)
             "(a scenario's final reads read every entity back, checking reads the whole "
             f"history, shrinking finishes the program it holds). Here: {_e(why)}.</p>"
             f"<table><tr><th>phase</th><th>took</th><th>what</th></tr>{rows}</table></div>")
+
 
 def _s(seconds: float) -> str:
     """Seconds as the note gives them: two decimals under one second, else one."""

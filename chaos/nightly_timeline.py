@@ -268,10 +268,22 @@ TIMELINE_JS = """
   var tip = document.getElementById('tip');
   canvas.addEventListener('mousemove', function (event) {
     var box = canvas.getBoundingClientRect();
-    var x = event.clientX - box.left, y = event.clientY - box.top;
-    var hit = marks.filter(function (m) { return Math.abs(m.x - x) < 5 && y >= m.y - 3 &&
-                                                 y <= m.y + rowH + 3; })[0];
-    tip.style.left = (x + 8) + 'px'; tip.style.top = (y + 8) + 'px';
+    var cssX = event.clientX - box.left, cssY = event.clientY - box.top;
+    // The marks are placed in the drawing's own pixels, and the canvas box may show the
+    // drawing narrower than it is drawn (a narrow window) and inside its border: the
+    // pointer is mapped into the drawing before it is matched.
+    var x = (cssX - canvas.clientLeft) * width / canvas.clientWidth;
+    var y = (cssY - canvas.clientTop) * height / canvas.clientHeight;
+    // Marks a pixel or two apart overlap: the one nearest the pointer answers, so that
+    // each can be pointed at.
+    var hit = null, nearest = Infinity;
+    marks.forEach(function (m) {
+      var off = Math.abs(m.x - x) + Math.abs(m.y + rowH / 2 - y);
+      if (Math.abs(m.x - x) < 5 && y >= m.y - 3 && y <= m.y + rowH + 3 && off < nearest) {
+        hit = m; nearest = off;
+      }
+    });
+    tip.style.left = (cssX + 8) + 'px'; tip.style.top = (cssY + 8) + 'px';
     if (hit) {
       tip.hidden = false;
       tip.textContent = hit.count + ' witness operation(s) of worker ' + hit.worker +

@@ -108,6 +108,23 @@ def test_a_bad_label_is_a_usage_error_before_anything_runs(tmp_path, argv, env, 
     assert not out.exists() or not any(out.iterdir()), "nothing may be written"
 
 
+@pytest.mark.slow
+def test_the_command_records_the_env_s_labels_and_the_flag_replaces_the_same_key(tmp_path):
+    out = tmp_path / "nights"
+    result = subprocess.run(
+        [sys.executable, "-m", "chaos.cli", "nightly", "chaos.examples:in_memory",
+         "--out", str(out), "--suite", "quick", "--budget", "2", "--quiet",
+         "--label", "commit=from-flag"],
+        capture_output=True, text=True, cwd=REPO, timeout=300,
+        env={**os.environ, "MEMCERT_LABELS": "commit=from-env, image=reg/x:7"})
+    assert result.returncode in (0, 3), result.stderr
+    [folder] = [f for f in out.iterdir() if f.is_dir()]
+    labels = json.loads((folder / "results.json").read_text())["labels"]
+    assert labels["commit"] == "from-flag" and labels["image"] == "reg/x:7"
+    assert labels["memcert_version"] == metadata.version("memcert")
+    assert "<code>image=reg/x:7</code>" in (out / "index.html").read_text()
+
+
 def night(name: str, verdict: str, rate: float, causes: dict[str, int], labels=None):
     return {"night": name, "verdict": "certified" if verdict == "pass" else "failed",
             "labels": labels or {},

@@ -264,3 +264,82 @@ def test_axe_core_finds_what_a_page_gets_wrong(tmp_path):
         found = {v["id"]: v["impact"] for v in chromium.axe()}
     assert found.get("image-alt") == "critical" and found.get("label") == "critical"
     assert "html-has-lang" in found
+
+
+HOVER_RED = """(() => {
+  var canvas = document.getElementById('timeline'), tip = document.getElementById('tip');
+  var box = canvas.getBoundingClientRect(), seen = {}, near = new Set(), w = canvas.width;
+  var sx = canvas.clientWidth / w, sy = canvas.clientHeight / canvas.height;
+  var pixels = canvas.getContext('2d').getImageData(0, 0, w, canvas.height).data;
+  for (var i = 0; i < pixels.length; i += 4) {
+    if (pixels[i] < 150 || pixels[i + 1] > 120 || pixels[i + 2] > 120) continue;
+    for (var dx = -6; dx <= 6; dx++) near.add(i / 4 + dx);
+  }
+  near.forEach(function (p) {
+    canvas.dispatchEvent(new MouseEvent('mousemove', {
+      clientX: box.left + canvas.clientLeft + (p % w + 0.5) * sx,
+      clientY: box.top + canvas.clientTop + (Math.floor(p / w) + 0.5) * sy}));
+    if (!tip.hidden && tip.textContent.indexOf(' witness ') > 0) seen[tip.textContent] = 1;
+  });
+  return [Object.keys(seen), Number(canvas.getAttribute('data-columns'))];
+})()"""
+"""The pointer at the centre of every red pixel of the timeline and of the pixels beside
+it (a mark's neighbour may cover the mark's middle): the distinct hover texts of the
+witness marks found there, and the marks the page says it drew."""
+HOVER_TEXT = re.compile(r"^(\d+) witness operation\(s\) of worker (\d+) here: op ([\d, ]+?)"
+                        r"(, \.\.\.)?$")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("width", [WIDTH, 640])
+def test_every_witness_mark_says_on_hover_how_many_operations_it_counts(nights, width):
+    """Hovering each red mark tells its count; the marks, one per worker and pixel
+    column, count every witness once, also where a narrow window squeezes several
+    columns of the timeline into one pixel."""
+    _, _, _, bad = nights
+    page = bad.folder / "report.html"
+    data = page_data(page.read_text())
+    with browser() as chromium:
+        chromium.open(page, width=width)
+        texts, columns = chromium.evaluate(HOVER_RED)
+    assert len(texts) == columns <= len(data["marks"]), "every mark drawn can be hovered"
+    witnesses = {op for mark in data["marks"] for op in mark["ops"]}
+    workers = {mark["worker"] for mark in data["marks"]}
+    counted = 0
+    for text in texts:
+        count, worker, ops, more = HOVER_TEXT.match(text).groups()
+        listed = [int(op) for op in ops.split(", ")]
+        assert int(worker) in workers and set(listed) <= witnesses, text
+        assert len(listed) <= min(5, int(count)) and bool(more) == (int(count) > len(listed))
+        counted += int(count)
+    assert counted == data["witnesses"], "each witness is counted under one mark"
+
+
+RECORD_TEXT = """window.drawnTexts = [];
+var fillText = CanvasRenderingContext2D.prototype.fillText;
+CanvasRenderingContext2D.prototype.fillText = function (text) {
+  window.drawnTexts.push(String(text));
+  return fillText.apply(this, arguments);
+};"""
+"""Run before the page's own script: keeps every text drawn on a canvas."""
+
+
+@pytest.mark.slow
+def test_the_timeline_draws_its_time_axis_in_seconds_and_names_its_rows(nights):
+    """The canvas's axes, read from what it draws: ticks from 0 to the run's span, the
+    axis named with its unit, and the rows named by worker and scenario."""
+    _, _, _, bad = nights
+    page = bad.folder / "report.html"
+    data = page_data(page.read_text())
+    with browser() as chromium:
+        chromium.send("Page.enable")
+        chromium.send("Page.addScriptToEvaluateOnNewDocument", source=RECORD_TEXT)
+        chromium.open(page, width=WIDTH)
+        texts = chromium.evaluate("window.drawnTexts")
+    assert "time since the run began (s)" in texts and "worker, scenario" in texts
+    ticks = [float(t) for t in texts if re.fullmatch(r"\d+(\.\d+)?", t)]
+    assert ticks[0] == 0 and ticks == sorted(ticks) and len(ticks) > 2
+    assert abs(ticks[-1] - data["span_s"]) <= max(0.01, data["span_s"] * 0.05)
+    assert {s["name"] for s in data["scenarios"]} <= set(texts), "each scenario's band"
+    assert any(re.fullmatch(rf"w{row['worker']} {re.escape(row['scenario'])}", t)
+               for row in data["rows"] for t in texts), "rows are named by worker"
