@@ -439,13 +439,18 @@ def render_table(report: Report, *, verbose: bool = False) -> str:
     fixes: list[str] = []
     programs: list[str] = []
     noted: dict[str, str] = {}
+    failed = [name for name, v in report.invariants.items() if v.verdict == "fail"]
+    finders = {report.invariants[name].found_by for name in failed}
+    shared = next(iter(finders)) if len(failed) > 1 and len(finders) == 1 else ()
+    if shared and shared != ("chaos",):
+        out += [f"each failure was found by {' and '.join(shared)}", ""]
     for name, v in report.invariants.items():
         results = [report.checks[c] for c in INVARIANTS[name] if c in report.checks]
         if v.verdict in ("fail", "unknown"):
             findings = _findings(name, v, results, verbose=verbose, noted=noted)
             # A failure the chaos phase alone found needs no line of its own: the table
             # gave its verdict, and each cause's line below names the invariant.
-            plain = v.verdict == "fail" and v.found_by in ((), ("chaos",))
+            plain = v.verdict == "fail" and v.found_by in ((), ("chaos",), shared)
             if not plain or not findings or not findings[0].startswith(f"{name}: "):
                 by = f" (found by {', '.join(v.found_by)})" if v.found_by else ""
                 out.append(f"{name}: {v.verdict}{by}")
@@ -468,7 +473,9 @@ def render_table(report: Report, *, verbose: bool = False) -> str:
         out.append(f"how to fix ({FIX_PAGE}#<cause> at length):")
         out.extend(fix_lines(fixes))
         out.append("")
-    if programs:
+    if programs == [_in_out(f"stateful/{name}.py") for name in failed]:
+        out.append("shortest programs: stateful/<invariant>.py, each runs on its own")
+    elif programs:
         out.extend(wrap("shortest programs, each runs on its own: " + ", ".join(programs),
                         "", "    "))
     for name, (count, first) in sorted(report.errors.items(), key=lambda kv: -kv[1][0]):

@@ -129,3 +129,41 @@ def test_a_shrinking_note_is_shown_in_full_once_then_pointed_to():
     assert first < table.index("memcert: stopped shrinking") < second
     assert table.index(f"  note: {SHRINK_AGAIN} (as under uniqueness)") > second
     assert render_table(report, verbose=True).count("memcert: stopped shrinking") == 2
+
+
+def _two_failures(found_by_stateful: tuple[str, ...]) -> str:
+    """The table of a run whose chaos phase broke uniqueness (two spellings) and causal
+    monotonicity (a stale overwrite), and whose stateful phase broke ``found_by_stateful``."""
+    from invariants.checkers import CHECKER_NAMES
+    from tests.invariants.histbuild import HistoryBuilder, check
+
+    h = HistoryBuilder()
+    h.write(0, "u1", "city", "lives in Paris", 1, attribute="city").ok()
+    h.write(0, "u1", "city", "lives in Rome", 2, attribute="City").ok()
+    h.write(0, "u1", "job", "works as a baker", 4).ok()
+    h.write(0, "u1", "job", "works as a cook", 3).ok()
+    h.read(1, "u1").ok("lives in Paris", "lives in Rome", "works as a cook")
+    checks = {name: check(h, name) for name in CHECKER_NAMES}
+    failures = [{"checkers": [name], "steps": 3, "explanations": [f"{name}: Let A = op 0 ..."]}
+                for name in found_by_stateful]
+    report = build_report(
+        backend="b", seed=1, level="lexical", checks=checks, coverage={}, scenarios=[],
+        restore_supported=True, history_entries=len(h.entries), elapsed_s=0.0,
+        command="memcert certify b",
+        stateful={"failures": failures, "undecided": {},
+                  "saved": {name: f"out/stateful/{name}.py" for name in found_by_stateful}})
+    return render_table(report)
+
+
+def test_failures_found_by_the_same_phases_say_so_once():
+    table = _two_failures(("uniqueness", "causal_monotonicity"))
+    assert table.count("each failure was found by chaos and stateful\n") == 1
+    assert "uniqueness: fail" not in table and "causal_monotonicity: fail" not in table
+    assert "shortest programs: stateful/<invariant>.py, each runs on its own" in table
+
+
+def test_failures_found_by_different_phases_name_them_each():
+    table = _two_failures(("uniqueness",))
+    assert "each failure was found by" not in table
+    assert "uniqueness: fail (found by chaos, stateful)" in table
+    assert "shortest programs, each runs on its own: stateful/uniqueness.py" in table
