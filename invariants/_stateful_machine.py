@@ -18,7 +18,6 @@ from __future__ import annotations
 import collections
 import functools
 import itertools
-import json
 import re
 import textwrap
 import threading
@@ -49,9 +48,17 @@ from invariants.backend import (
     send,
 )
 from invariants.checkers import CHECKER_NAMES, CheckerSuite
+from invariants.display import quote
 from invariants.history import HistoryRecorder, Read, WriteMeta, describe_error
 from invariants.levels import CLAIMABLE_LEVELS, ClaimableLevel, Paraphrase
-from invariants.verdict import CheckResult, Validity, Violation, render_explanation
+from invariants.verdict import (
+    NAME_WIDTH,
+    VALUE_WIDTH,
+    CheckResult,
+    Validity,
+    Violation,
+    render_explanation,
+)
 from invariants.wording.values import DEFAULT_VALUE_BYTES, TEXT_CLASSES
 
 from ._stateful_model import ContractModel
@@ -745,7 +752,7 @@ class BackendMachine(RuleBasedStateMachine):
             return
         where = f"{op.namespace}/{op.entity_id}"
         if isinstance(op, Write):
-            sent = (f"write {where} {op.attribute!r} = {_quoted(op.value)} causal_seq "
+            sent = (f"write {where} {_named(op.attribute)} = {_quoted(op.value)} causal_seq "
                     f"{op.causal_seq} op_id {op.op_id}")
             sent += "" if op.source is None else f" source {op.source!r}"
         else:
@@ -768,8 +775,8 @@ class BackendMachine(RuleBasedStateMachine):
             self._say([f"{head}{mark}", f"     -> {served}"])
             return
         lines = [f"{head} -> {len(served)} record{'' if len(served) == 1 else 's'}{mark}"]
-        lines += [f"     [{n}] {r.attribute!r} = {_quoted(r.value)} causal_seq {r.causal_seq} "
-                  f"version {r.version}" for n, r in enumerate(served)]
+        lines += [f"     [{n}] {_named(r.attribute)} = {_quoted(r.value)} "
+                  f"causal_seq {r.causal_seq} version {r.version}" for n, r in enumerate(served)]
         self._say(lines)
 
     def _echo_violation(self, where: str, violated: InvariantViolated) -> None:
@@ -815,19 +822,16 @@ def _ack(ack: Ack) -> str:
     return f"Ack({', '.join(fields)})"
 
 
-QUOTED_CHARS = 72
-"""The most characters of a value the echo shows: a payload of 16 KiB on one line would
-hide the program's steps. A longer value shows its head and tail, and its length."""
-
-
 def _quoted(value: str) -> str:
-    """A value in double quotes, escaped as JSON would, as explanations quote values;
-    a long one cut to its head and tail."""
-    if len(value) <= QUOTED_CHARS:
-        return json.dumps(value, ensure_ascii=False)
-    head = json.dumps(value[: QUOTED_CHARS * 2 // 3], ensure_ascii=False)
-    tail = json.dumps(value[-(QUOTED_CHARS // 3):], ensure_ascii=False)
-    return f"{head[:-1]}…{tail[1:]} ({len(value):,} characters)"
+    """A value as the explanations' view shows it: quoted, invisible characters escaped,
+    a long one cut to its head and tail with its length, so that a printed program's
+    steps and the explanation it ends with read alike."""
+    return quote(value, VALUE_WIDTH)
+
+
+def _named(attribute: str) -> str:
+    """An attribute name as the explanations' view shows it."""
+    return quote(attribute, NAME_WIDTH, "'")
 
 
 def _plain(attribute: Attribute, obj: int, negated: bool) -> FactWording:
