@@ -98,8 +98,11 @@ kind (reads of a deleted entity, ...). ``-v`` names each nonzero rate's terms un
 table; a failing run's output stays short without them."""
 RATE_TERMS = "rates, each in its invariant's own unit:"
 """The heading of the terms ``-v`` lists."""
-SHRINK_AGAIN = "shrinking this failure stopped early too"
-"""A shrinking note already shown in full under an earlier invariant, the second time."""
+SHRINK_SHORT = "stopped shrinking when the stateful phase's time ran out; -v says how to go on"
+"""A failure's shrinking note as the default output shows it: the stateful phase's note
+(shown whole under ``-v``) takes three lines, under each invariant it concerns."""
+SHRINK_AGAIN = "stopped shrinking early here too"
+"""A shrinking note already shown under an earlier invariant, the second time."""
 
 
 @dataclass(frozen=True)
@@ -525,9 +528,10 @@ def _findings(name: str, v: InvariantVerdict, results: Sequence[CheckResult], *,
     """A failed or unknown invariant's evidence: its examples per cause, the stateful
     phase's explanation when the chaos history found nothing (or with ``verbose``),
     then the notes, which qualify a pass or an unknown and, for a failure, only
-    ``verbose`` shows; a failure's shrinking note is shown whatever, in full the first
-    time and, when an invariant before it in ``noted`` had the same, as a pointer to
-    it (``noted`` gains this invariant's)."""
+    ``verbose`` shows; a failure's shrinking note is shown whatever: in full under
+    ``verbose``, else short (:data:`SHRINK_SHORT`) the first time and shorter still when
+    an invariant before it in ``noted`` had the same (``noted`` gains this
+    invariant's)."""
     lines = example_lines(name, v.causes, results, verbose=verbose)
     stateful = [text for text in v.examples if text.startswith(STATEFUL_PREFIX)]
     if not verbose:
@@ -537,8 +541,8 @@ def _findings(name: str, v: InvariantVerdict, results: Sequence[CheckResult], *,
             for line in text.splitlines():
                 lines.extend(wrap(line, "  ", "      "))
     for note in v.notes:
-        if note in v.shrinking and note in noted and not verbose:
-            lines.append(f"  note: {SHRINK_AGAIN} (as under {noted[note]})")
+        if note in v.shrinking and not verbose:
+            lines.append(f"  note: {SHRINK_AGAIN if note in noted else SHRINK_SHORT}")
         elif verbose or v.verdict != "fail" or note in v.shrinking:
             lines.extend(wrap(note, "  note: ", "    "))
         if note in v.shrinking:
