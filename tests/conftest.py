@@ -11,6 +11,7 @@ import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
 from typing import NoReturn
 
 import psycopg
@@ -43,6 +44,19 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "pg_url" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.postgres)
+
+
+@pytest.fixture(scope="session")
+def minilm() -> ModuleType:
+    """``reference_store.normalize.minilm``, its model loaded: the semantic extra's tests
+    skip without it on a developer's machine and fail where it is required."""
+    from reference_store.normalize import minilm
+
+    try:
+        minilm.load()
+    except ImportError as error:
+        skip_or_fail(str(error), tests="the semantic tests")
+    return minilm
 
 
 @pytest.fixture(scope="session")

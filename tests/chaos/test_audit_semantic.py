@@ -11,7 +11,6 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
@@ -21,22 +20,9 @@ from chaos.audit_input import read_file
 from invariants.errors import InvalidArgument
 from invariants.normalize import Normalizer
 
-from ..conftest import skip_or_fail
-
 SAME = ("likes americano coffee", "likes americano coffee a lot")
 """One fact to the model (cosine above the threshold), two to the lexicon."""
 NEGATED = "does not like americano coffee"
-
-
-@pytest.fixture(scope="module")
-def minilm() -> ModuleType:
-    from reference_store.normalize import minilm
-
-    try:
-        minilm.load()
-    except ImportError as error:
-        skip_or_fail(str(error), tests="the semantic audit tests")
-    return minilm
 
 
 def _record(rid: str, entity: str, value: str, seq: int, status: str = "active") -> str:

@@ -24,19 +24,6 @@ from invariants.normalize.semantic import similarity
 from reference_store import DB_URL_ENV, semantic_factory
 from reference_store.normalize import Normalizer
 
-from ..conftest import skip_or_fail
-
-
-@pytest.fixture(scope="module")
-def minilm() -> ModuleType:
-    from reference_store.normalize import minilm
-
-    try:
-        minilm.load()
-    except ImportError as error:
-        skip_or_fail(str(error), tests="the semantic tests")
-    return minilm
-
 
 def test_importing_the_store_and_the_embedder_module_does_not_import_torch() -> None:
     code = ("import sys, reference_store, reference_store.normalize.minilm; "
