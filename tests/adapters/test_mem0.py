@@ -19,7 +19,7 @@ from invariants.history import read_history
 
 from ..conftest import skip_or_fail
 from . import reports
-from .reports import assert_reproducible, certify_briefly
+from .reports import RECORDED_BUDGET_S, assert_reproducible, certify_briefly
 
 try:
     # The adapter first: it turns mem0's telemetry off before mem0 is imported.
@@ -167,6 +167,6 @@ def assert_recorded(saved: dict, spec: str, out: Path) -> None:
 @pytest.mark.parametrize("spec", ["invariants.adapters.mem0:factory",
                                   "invariants.adapters.mem0:infer_factory"])
 def test_certify_leaves_a_recorded_reproducible_report(spec: str, tmp_path: Path):
-    saved = certify_briefly(spec, tmp_path / "out")
+    saved = certify_briefly(spec, tmp_path / "out", RECORDED_BUDGET_S)
     assert_recorded(saved, spec, tmp_path / "out")
     assert_reproducible(saved, tmp_path / "out")

@@ -22,7 +22,12 @@ from invariants.adapters.agno import (  # isort: skip
 from invariants.backend import Ack, Delete, Record, Restore, Write
 
 from ..adapters import reports
-from ..adapters.reports import assert_complete, assert_reproducible, certify_briefly
+from ..adapters.reports import (
+    RECORDED_BUDGET_S,
+    assert_complete,
+    assert_reproducible,
+    certify_briefly,
+)
 from .conftest import assert_still_fails
 
 
@@ -140,7 +145,7 @@ def test_certify_entity_memory_leaves_a_recorded_reproducible_report(tmp_path: P
     machine a run of a few seconds can end before the delete scenario: an invariant it
     could not exercise must then say unknown and why, as for mem0, never pass."""
     spec = "invariants.adapters.agno:entity_factory"
-    saved = certify_briefly(spec, tmp_path / "out")
+    saved = certify_briefly(spec, tmp_path / "out", RECORDED_BUDGET_S)
     reports.assert_recorded(saved, spec)
     reports.assert_restores_refused(tmp_path / "out")
     assert saved["restore_supported"] is False

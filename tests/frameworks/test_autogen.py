@@ -22,7 +22,7 @@ from invariants.adapters.autogen import (  # isort: skip
 from invariants.backend import Ack, Delete, Record, Restore, Write
 
 from ..adapters import reports
-from ..adapters.reports import assert_reproducible, certify_briefly
+from ..adapters.reports import RECORDED_BUDGET_S, assert_reproducible, certify_briefly
 from .conftest import assert_still_fails
 
 
@@ -94,7 +94,7 @@ def test_chroma_upsert_keeps_the_last_write_of_a_slot_and_delete_forgets_it(tmp_
 @pytest.mark.parametrize("spec", ["invariants.adapters.autogen:factory",
                                   "invariants.adapters.autogen:chroma_factory"])
 def test_certify_leaves_a_recorded_reproducible_report(spec: str, tmp_path: Path):
-    saved = certify_briefly(spec, tmp_path / "out")
+    saved = certify_briefly(spec, tmp_path / "out", RECORDED_BUDGET_S)
     reports.assert_recorded(saved, spec)
     reports.assert_restores_refused(tmp_path / "out")
     assert saved["restore_supported"] is False

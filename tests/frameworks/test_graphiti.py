@@ -24,7 +24,12 @@ from graphiti_core.prompts.models import Message
 # isort: on
 from invariants.adapters.scripted import fact
 from invariants.backend import Ack, Delete, Record, Restore, Write
-from tests.adapters.reports import assert_recorded, assert_reproducible, certify_briefly
+from tests.adapters.reports import (
+    RECORDED_BUDGET_S,
+    assert_recorded,
+    assert_reproducible,
+    certify_briefly,
+)
 
 REPRO = Path(__file__).resolve().parents[2] / "docs" / "findings" / "repro"
 
@@ -149,7 +154,7 @@ def test_certify_leaves_a_recorded_reproducible_report(spec: str, tmp_path: Path
     here (each write is an add_triplet with two hybrid searches), so a run of a few
     seconds ends before its first delete: ``assert_complete``, which wants every
     invariant exercised, is for backends that get that far, as for mem0."""
-    saved = certify_briefly(spec, tmp_path / "out")
+    saved = certify_briefly(spec, tmp_path / "out", RECORDED_BUDGET_S)
     assert_recorded(saved, spec)
     assert saved["restore_supported"] is False
     assert_reproducible(saved, tmp_path / "out")
