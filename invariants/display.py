@@ -32,6 +32,9 @@ _HIDDEN = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp", "Zs"})
 width space, BOM, bidi marks), surrogates, private use, unassigned, and separators; the
 plain space (also ``Zs``) is the one separator left as it is."""
 
+_RUN = 64
+"""Characters :func:`escape` checks at once in a long text."""
+
 
 def _char(ch: str, mark: str) -> str:
     """One character as shown: itself, or its escape."""
@@ -48,7 +51,17 @@ def _char(ch: str, mark: str) -> str:
 
 def escape(text: str, mark: str = "") -> str:
     """``text`` with every invisible or control character written as its escape, the
-    backslash doubled, and ``mark`` (a quote character, if any) escaped too."""
+    backslash doubled, and ``mark`` (a quote character, if any) escaped too.
+
+    :meth:`str.isprintable` is false for exactly the categories of ``_HIDDEN`` but the
+    plain space, so a text it passes, with no backslash or mark, is shown as it is; a
+    long one is taken in runs, so that only the runs with something to escape are read
+    a character at a time: results.json quotes whole values of up to 64 KiB.
+    """
+    if text.isprintable() and "\\" not in text and not (mark and mark in text):
+        return text
+    if len(text) > _RUN:
+        return "".join(escape(text[i:i + _RUN], mark) for i in range(0, len(text), _RUN))
     return "".join(_char(ch, mark) for ch in text)
 
 
@@ -75,19 +88,35 @@ def clip(text: str, limit: int, mark: str = "") -> str:
     columns, each character counting at least one), cut to its head and tail around
     :data:`ELLIPSIS` within ``limit``; a cut never splits an escape, and the tail never
     starts with a combining mark, which would attach itself to the ellipsis."""
-    shown = [_char(ch, mark) for ch in text]
-    if sum(map(_cost, shown)) <= limit:
-        return "".join(shown)
+    return _clipped(text, limit, mark)[0]
+
+
+def _clipped(text: str, limit: int, mark: str) -> tuple[str, bool]:
+    """:func:`clip`'s text, and whether it differs from the whole text escaped.
+
+    Every shown character spends at least one of ``limit``, so a cut reads no more than
+    ``room`` characters from each end of ``text``: a value of 64 KiB is clipped as fast
+    as a short one. A cut spends at most ``room`` and the ellipsis, so only a text that
+    short can come out whole even though it was cut.
+    """
     room = max(limit - columns(ELLIPSIS), 2)
+    whole = ""
+    if len(text) <= max(limit, room + columns(ELLIPSIS)):
+        shown = [_char(ch, mark) for ch in text]
+        whole = "".join(shown)
+        if sum(map(_cost, shown)) <= limit:
+            return whole, False
     head: list[str] = []
     used = 0
-    for token in shown:
+    for ch in text[:room]:
+        token = _char(ch, mark)
         if used + _cost(token) > (room + 1) // 2:
             break
         head.append(token)
         used += _cost(token)
     tail: list[str] = []
-    for token in reversed(shown[len(head):]):
+    for ch in reversed(text[max(len(head), len(text) - room):]):
+        token = _char(ch, mark)
         if used + _cost(token) > room:
             break
         tail.append(token)
@@ -95,15 +124,18 @@ def clip(text: str, limit: int, mark: str = "") -> str:
     tail.reverse()
     while tail and columns(tail[0]) == 0:
         tail.pop(0)
-    return "".join(head) + ELLIPSIS + "".join(tail)
+    cut = "".join(head) + ELLIPSIS + "".join(tail)
+    return cut, cut != whole
 
 
 def quote(text: str, limit: int | None = None, mark: str = '"') -> str:
     """``text`` between ``mark`` quotes, escaped, and cut to ``limit`` columns between the
     quotes (:func:`clip`) with its length stated after them, as ``"head…tail" (545
     chars)``; ``limit`` None never cuts."""
-    shown = escape(text, mark) if limit is None else clip(text, limit, mark)
-    if limit is None or shown == escape(text, mark):
+    if limit is None:
+        return f"{mark}{escape(text, mark)}{mark}"
+    shown, cut = _clipped(text, limit, mark)
+    if not cut:
         return f"{mark}{shown}{mark}"
     return f"{mark}{shown}{mark} ({len(text):,} chars)"
 

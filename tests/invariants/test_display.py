@@ -106,3 +106,44 @@ def test_any_text_is_shown_within_its_limit_with_nothing_hidden(text, limit):
 
 def test_wrap_reads_a_tab_or_a_line_break_as_a_space():
     assert wrap("one\ntwo\tthree", 100) == ["one two three"]
+
+
+HIDDEN = {"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp", "Zs"}
+
+
+def test_every_code_point_is_escaped_exactly_when_a_terminal_would_hide_it():
+    """escape's fast path (str.isprintable) must agree with the categories, one by one."""
+    for code in range(0x110000):
+        ch = chr(code)
+        hidden = ch != " " and unicodedata.category(ch) in HIDDEN
+        assert (escape(ch) != ch) == (hidden or ch == "\\"), hex(code)
+
+
+def cut_the_whole_text(text: str, limit: int, mark: str) -> str:
+    """The cut as clip's docstring states it, over every character of the text."""
+    shown = [escape(ch, mark) for ch in text]
+    cost = [max(columns(token), 1) for token in shown]
+    if sum(cost) <= limit:
+        return "".join(shown)
+    room = max(limit - columns(ELLIPSIS), 2)
+    used, h = 0, 0
+    while h < len(shown) and used + cost[h] <= (room + 1) // 2:
+        used, h = used + cost[h], h + 1
+    t = len(shown)
+    while t > h and used + cost[t - 1] <= room:
+        used, t = used + cost[t - 1], t - 1
+    while t < len(shown) and columns(shown[t]) == 0:
+        t += 1
+    return "".join(shown[:h]) + ELLIPSIS + "".join(shown[t:])
+
+
+@given(st.text(alphabet="ab 咖啡\u200b\u0301\t\\\"é\ufeff…", max_size=3000),
+       st.integers(min_value=0, max_value=120), st.sampled_from(["", '"']))
+def test_a_long_text_is_cut_as_if_every_character_had_been_read(text, limit, mark):
+    """clip reads only as much of each end as the limit can show, and escape a long
+    text in runs as it would a character at a time."""
+    assert escape(text, mark) == "".join(escape(ch, mark) for ch in text)
+    assert clip(text, limit, mark) == cut_the_whole_text(text, limit, mark)
+    whole = quote(text, limit, mark or '"')
+    assert whole.endswith(" chars)") == (clip(text, limit, mark or '"') != escape(
+        text, mark or '"'))
