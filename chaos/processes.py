@@ -54,7 +54,9 @@ TICK_S = 0.1
 IN_FLIGHT_WAIT_S = 1.0
 """How long a kill waits, thawing and freezing again, for an operation in flight."""
 SETTLE_S = 0.02
-"""How long a frozen child's last calls to this process's manager get to land."""
+"""How long a frozen child's last calls to this process's manager get to land before
+the kill looks for an operation in flight; one that lands later is refused
+(:class:`_Counting`)."""
 
 
 class _Client(BaseManager):
@@ -68,35 +70,75 @@ _Client.register("clock")
 class _Counting:
     """The recorder as the children see it: it also counts each worker's invocations, so
     that a process taking over a killed one knows which steps were begun, and its
-    acknowledged writes, so that a kill has something to lose."""
+    acknowledged writes, so that a kill has something to lose.
+
+    Each child records through a door of its own (:meth:`door`), which a kill shuts
+    (:meth:`shut`) once the child is dead: a call the child sent just before it was
+    frozen may still be on its way through the manager, and an invocation recorded after
+    the kill would stay outstanding for the worker the next process takes over. Every
+    call is recorded under one lock, so a call is either recorded before the door shuts,
+    and the kill sees it, or refused: an invocation refused never reached the backend
+    (the child waits for its index first), and a completion refused leaves the
+    operation unknown, as the kill recorded it.
+    """
 
     def __init__(self, recorder: HistoryRecorder) -> None:
         self.recorder = recorder
         self.invoked: dict[int, int] = {}
         self.acknowledged: dict[int, int] = {}
         """Per worker, its writes answered ``applied``."""
+        self._shut: set[int] = set()
         self._lock = threading.Lock()
 
-    def invoke(self, worker: int, op: Any, **kwargs: Any) -> Entry:
+    def door(self, number: int) -> _Door:
+        return _Door(self, number)
+
+    def shut(self, number: int) -> None:
+        """Refuse whatever child ``number`` sends from now on."""
         with self._lock:
+            self._shut.add(number)
+
+    def invoke(self, number: int, worker: int, op: Any, **kwargs: Any) -> Entry:
+        with self._lock:
+            self._check(number)
             self.invoked[worker] = self.invoked.get(worker, 0) + 1
-        return self.recorder.invoke(worker, op, **kwargs)
+            return self.recorder.invoke(worker, op, **kwargs)
+
+    def complete(self, number: int, etype: str, invocation: Entry, result: Any) -> Entry:
+        with self._lock:
+            self._check(number)
+            if etype == "ok":
+                if invocation.f == "write" and getattr(result, "applied", False):
+                    worker = invocation.worker
+                    self.acknowledged[worker] = self.acknowledged.get(worker, 0) + 1
+                return self.recorder.ok(invocation, result)
+            if etype == "fail":
+                return self.recorder.fail(invocation, result)
+            return self.recorder.info(invocation, result)
+
+    def _check(self, number: int) -> None:
+        if number in self._shut:
+            raise RuntimeError(f"worker process {number} was killed; its call is refused")
+
+
+class _Door:
+    """One child's recorder: the calls the runner makes, through :class:`_Counting`."""
+
+    def __init__(self, counting: _Counting, number: int) -> None:
+        self._counting = counting
+        self._number = number
+
+    def invoke(self, worker: int, op: Any, **kwargs: Any) -> Entry:
+        return self._counting.invoke(self._number, worker, op, **kwargs)
 
     def ok(self, invocation: Entry, result: Any) -> Entry:
-        if invocation.f == "write" and getattr(result, "applied", False):
-            with self._lock:
-                worker = invocation.worker
-                self.acknowledged[worker] = self.acknowledged.get(worker, 0) + 1
-        return self.recorder.ok(invocation, result)
+        return self._counting.complete(self._number, "ok", invocation, result)
 
     def fail(self, invocation: Entry, error: Any) -> Entry:
-        return self.recorder.fail(invocation, error)
+        return self._counting.complete(self._number, "fail", invocation, error)
 
     def info(self, invocation: Entry, error: Any) -> Entry:
-        return self.recorder.info(invocation, error)
-
-    def __len__(self) -> int:
-        return len(self.recorder)
+        return self._counting.complete(self._number, "info", invocation, error)
 
 
 @dataclasses.dataclass
@@ -131,7 +173,7 @@ def run_in_processes(spec: str, plan: Plan, recorder: HistoryRecorder, clock: La
     class _Hub(BaseManager):
         """This run's server; a class per run, because registration is per class."""
 
-    _Hub.register("recorder", callable=lambda: counting)
+    _Hub.register("recorder", callable=counting.door)
     _Hub.register("clock", callable=lambda: clock)
     authkey = secrets.token_bytes(16)
     server = _Hub(address=("127.0.0.1", 0), authkey=authkey).get_server()
@@ -265,6 +307,7 @@ def _kill(victim: _Child, counting: _Counting, first_worker: int, merged: RunRes
     begin = len(recorder)
     victim.process.kill()
     victim.process.join()
+    counting.shut(victim.number)
     for invocation in recorder.outstanding_of(workers):
         recorder.info(invocation, "worker process killed with SIGKILL, the operation in "
                                   "flight (injected)")
@@ -343,7 +386,7 @@ def _child(spec: str, plan: Plan, which: list[int], first_worker: int, address: 
     try:
         client = _Client(address=address, authkey=authkey)
         client.connect()
-        recorder = client.recorder()  # type: ignore[attr-defined]
+        recorder = client.recorder(number)  # type: ignore[attr-defined]
         clock = client.clock()  # type: ignore[attr-defined]
         factory = load_factory(spec)
         # One handle opened and closed before the budget starts: a backend's first handle
@@ -361,9 +404,11 @@ def _child(spec: str, plan: Plan, which: list[int], first_worker: int, address: 
 
 
 def _picklable(error: BaseException) -> BaseException:
-    """``error`` if it survives pickling, else a RuntimeError that says what it was."""
+    """``error`` if it survives pickling both ways, else a RuntimeError that says what it
+    was: an exception whose constructor takes other arguments than its message pickles
+    fine and fails only in the parent, which would then report the unpickling instead."""
     try:
-        pickle.dumps(error)
+        pickle.loads(pickle.dumps(error))
     except Exception:
         return RuntimeError(f"{type(error).__name__}: {error}")
     return error

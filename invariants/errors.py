@@ -15,6 +15,8 @@ mean the *input* was wrong, and each message names the field and says how to fix
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     "FactoryError",
     "InvalidArgument",
@@ -41,6 +43,10 @@ class InvalidInput(MemcertError, ValueError):
         self.problem = problem
         self.fix = fix
         super().__init__(f"{field}={_shown(value)} {problem}. {fix}")
+
+    def __reduce__(self) -> tuple[Any, tuple[object, ...]]:
+        """Rebuilt from its parts, so that it survives a worker process's queue."""
+        return type(self), (self.field, self.value, self.problem, self.fix)
 
 
 class ValueTooLarge(InvalidInput):

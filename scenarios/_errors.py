@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from invariants.errors import InvalidInput
 
@@ -35,6 +36,9 @@ class ScenarioError(InvalidInput):
         # InvalidInput's constructor words its message for one operation's field; a
         # file's errors also name the file, so the message is built here instead.
         ValueError.__init__(self, f"{where}{what}{' ' if what else ''}{problem}. {fix}")
+
+    def __reduce__(self) -> tuple[Any, tuple[object, ...]]:
+        return type(self), (self.path, self.field, self.value, self.problem, self.fix)
 
 
 def shown(value: object, limit: int = 60) -> str:

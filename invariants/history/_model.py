@@ -3,6 +3,7 @@ malformed one raises. How they are written and read lives in the codec."""
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias, get_args
 
@@ -51,6 +52,11 @@ class HistoryError(MemcertError, ValueError):
         elif line is not None:
             where = f"line {line}: "
         super().__init__(f"{where}{problem}. {fix}")
+
+    def __reduce__(self) -> tuple[Any, tuple[str, str]]:
+        """Rebuilt from its parts: it crosses from a worker process's recorder calls."""
+        return functools.partial(type(self), path=self.path, line=self.line), (
+            self.problem, self.fix)
 
 
 @dataclass(frozen=True, slots=True, init=False)
