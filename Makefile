@@ -10,7 +10,8 @@
 #   make findings  the full findings runs of docs/findings, one framework at a time
 #                  (FRAMEWORKS as above), writing docs/findings/data/<profile>.json
 #   make clean     remove the virtualenvs, caches (axe-core from npm in .cache) and build output
-# PYTEST_ARGS=... is passed to pytest, e.g. PYTEST_ARGS='-k normalize -x'.
+# PYTEST_ARGS=... is passed to pytest, e.g. PYTEST_ARGS='-k normalize -x'; PYTEST_WORKERS=N
+# sets its xdist workers (one more than the cores by default).
 
 SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
@@ -25,6 +26,9 @@ BASE_STAMP := $(VENV)/.memcert-base-installed
 STAMP := $(VENV)/.memcert-installed
 
 PYTEST_ARGS ?=
+# One pytest worker more than the machine has cores: many tests wait on real time (a
+# budget, a server, a child process), and one extra worker keeps the cores busy then.
+PYTEST_WORKERS ?= $(shell $(PYTHON) -c 'import os; print((os.cpu_count() or 1) + 1)')
 CERTIFY_ARGS ?=
 BENCH_ARGS ?=
 # The agent frameworks of docs/findings, each an extra of pyproject.toml with a venv of
@@ -33,6 +37,9 @@ BENCH_ARGS ?=
 FRAMEWORKS ?= agno autogen graphiti crewai
 TORCH_FRAMEWORKS ?=
 FW_PYTEST_ARGS ?=
+# One pytest worker more than the machine has cores: many tests wait on real time (a
+# budget, a server, a child process), and one extra worker keeps the cores busy then.
+PYTEST_WORKERS ?= $(shell $(PYTHON) -c 'import os; print((os.cpu_count() or 1) + 1)')
 
 .PHONY: venv lint test certify bench clean test-frameworks findings
 
@@ -59,12 +66,12 @@ lint: $(STAMP)
 # MEMCERT_REQUIRE_PG=1 turns a missing server or tool into a failure instead of a
 # skip. Each throwaway script stops its servers whatever pytest does, and exits with
 # pytest's status, so "no tests collected" (5) fails the target like any other failure.
-# --dist worksteal: a worker that runs dry takes tests queued for the other, so the
-# long certifications do not leave one core idle at the end.
+# --dist worksteal: a worker that runs dry takes tests queued for the others, so the
+# long certifications do not leave a core idle at the end.
 test: lint
 	MEMCERT_REQUIRE_PG=1 $(BIN)/python scripts/throwaway-prometheus run -- \
 		$(BIN)/python scripts/throwaway-pg run -- \
-		$(BIN)/python -m pytest -n auto --dist worksteal --ignore=tests/frameworks \
+		$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist worksteal --ignore=tests/frameworks \
 		$(PYTEST_ARGS)
 
 # An extra pyproject.toml lacks would install nothing, with a mere warning from pip: it
