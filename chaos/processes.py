@@ -6,8 +6,8 @@ invocation gets its index *before* the operation starts (the call returns first)
 real-time order in the history stays sound: an operation can only look longer than it
 was, never shorter. ``CLOCK_MONOTONIC`` is system-wide, so one deadline serves all.
 
-The children count their steps in a shared counter and look at a shared stop flag
-before each step; this process reads the one and sets the other at every
+Each child counts its steps in a shared counter of its own and looks at a shared stop
+flag before each step; this process reads the one and sets the other at every
 :data:`TICK_S`, which is how a progress bar moves and ``--fail-fast`` stops workers in
 other processes (a pair of shared-memory operations per step, against the two calls to
 this process's manager each step makes anyway).
@@ -143,11 +143,27 @@ class _Door:
 
 @dataclasses.dataclass
 class _Child:
-    """One worker process: its workers (by number in the plan), and the plan it runs."""
+    """One worker process: its workers (by number in the plan), and its step counter."""
 
     which: list[int]
     process: SpawnProcess
     number: int
+    steps: Any
+
+
+@dataclasses.dataclass(frozen=True)
+class _Flag:
+    """The stop flag: a shared byte, read and set without a lock. A worker process looks
+    at it before every step, and one killed while it held an Event's lock would leave
+    this process waiting on that lock for ever."""
+
+    raw: Any
+
+    def is_set(self) -> bool:
+        return bool(self.raw.value)
+
+    def set(self) -> None:
+        self.raw.value = 1
 
 
 def run_in_processes(spec: str, plan: Plan, recorder: HistoryRecorder, clock: LamportClock,
@@ -180,20 +196,24 @@ def run_in_processes(spec: str, plan: Plan, recorder: HistoryRecorder, clock: La
     serving = threading.Thread(target=_serve, args=(server,), name="memcert-hub", daemon=True)
     serving.start()
     context = multiprocessing.get_context("spawn")
-    steps: Synchronized[int] = context.Value("q", 0)
+    counters: list[Any] = []
     ready: Synchronized[int] = context.Value("q", 0)
     ends: Synchronized[float] = context.Value("d", 0.0)
-    go, halt = context.Event(), context.Event()
+    go, halt = context.Event(), _Flag(context.RawValue("b", 0))
     results: Any = context.Queue()
     merged = RunResult(plan.scenario, plan.size)
 
     def spawn(which: list[int], run: Plan, number: int) -> _Child:
+        # A counter without a lock, written by its child alone: a child killed while it
+        # held a shared counter's lock would leave this process waiting on it for ever.
+        steps = context.RawValue("q", 0)
+        counters.append(steps)
         process = context.Process(
             target=_child, name=f"memcert-worker-{number}", daemon=True,
             args=(spec, run, which, first_worker, server.address, authkey,
                   _Shared(steps, ready, ends, go, halt), results, number))
         process.start()
-        return _Child(which, process, number)
+        return _Child(which, process, number, steps)
 
     shares = [list(range(len(plan.workers)))[p::processes] for p in range(processes)]
     children = {n: spawn(share, plan, n) for n, share in enumerate(shares) if share}
@@ -207,10 +227,10 @@ def run_in_processes(spec: str, plan: Plan, recorder: HistoryRecorder, clock: La
         started = time.monotonic()
         kills = list(kill_at)
         while running:
-            told = _tick(steps, told, on_step)
+            told = _tick(counters, told, on_step)
             if stop is not None and stop.is_set():
                 halt.set()
-            if kills and _progress(steps.value, plan.size, started, deadline) >= kills[0] \
+            if kills and _progress(_taken(counters), plan.size, started, deadline) >= kills[0] \
                     and not halt.is_set():
                 victim = _victim(running, len(merged.nemesis) // 2, counting, first_worker)
                 if victim is not None:
@@ -223,7 +243,7 @@ def run_in_processes(spec: str, plan: Plan, recorder: HistoryRecorder, clock: La
                     children[number] = running[number] = spawn(victim.which, rest, number)
                     _note(merged, "restart", recorder, begin, victim, started)
             _collect(results, running, merged)
-        _tick(steps, told, on_step)
+        _tick(counters, told, on_step)
     finally:
         halt.set()
         for child in children.values():
@@ -235,20 +255,20 @@ def run_in_processes(spec: str, plan: Plan, recorder: HistoryRecorder, clock: La
         # Neither attribute is in typeshed's stub of Server.
         server.stop_event.set()  # type: ignore[attr-defined]
         server.listener.close()  # type: ignore[attr-defined]
-    merged.steps_done = steps.value
+    merged.steps_done = _taken(counters)
     return merged
 
 
 @dataclasses.dataclass(frozen=True)
 class _Shared:
-    """What the children share with this process: steps taken, processes ready, when
-    the budget ends, the signal to begin, and the signal to stop."""
+    """What a child shares with this process: its steps taken (its own counter), the
+    processes ready, when the budget ends, the signal to begin, and the signal to stop."""
 
-    steps: Synchronized[int]
+    steps: Any
     ready: Synchronized[int]
     ends: Synchronized[float]
     go: SharedEvent
-    halt: SharedEvent
+    halt: _Flag
 
 
 def _start(ready: Synchronized[int], count: int, ends: Synchronized[float], go: SharedEvent,
@@ -279,8 +299,11 @@ def _victim(running: dict[int, _Child], kills_so_far: int, counting: _Counting,
             first_worker: int) -> _Child | None:
     """The process to kill next, each kill a different one of those running, in turn; or
     None until one has had a write acknowledged, since a kill before any proves nothing
-    about what a crash keeps (the kill then waits for the next tick)."""
-    alive = [child for child in running.values() if child.process.is_alive()]
+    about what a crash keeps (the kill then waits for the next tick). A process is a
+    victim only once it has taken a step of its own: before that it may hold the lock of
+    the counter of processes ready, which no one would release."""
+    alive = [child for child in running.values()
+             if child.process.is_alive() and child.steps.value > 0]
     ready = [child for child in alive
              if any(counting.acknowledged.get(first_worker + k) for k in child.which)]
     if not ready:
@@ -364,9 +387,14 @@ def _serve(server: Any) -> None:
         server.serve_forever()
 
 
-def _tick(steps: Synchronized[int], told: int, on_step: Callable[[], None] | None) -> int:
+def _taken(counters: Sequence[Any]) -> int:
+    """The steps every child has taken, those killed included."""
+    return sum(counter.value for counter in counters)
+
+
+def _tick(counters: Sequence[Any], told: int, on_step: Callable[[], None] | None) -> int:
     """Tell ``on_step`` of the steps taken since ``told``; returns the steps taken."""
-    taken = steps.value
+    taken = _taken(counters)
     if on_step is not None:
         for _ in range(taken - told):
             on_step()
@@ -379,8 +407,10 @@ def _child(spec: str, plan: Plan, which: list[int], first_worker: int, address: 
     wait for the signal to begin, run its workers as threads, and send back the result
     or the error (an error crosses the queue as an exception, pickled)."""
 
+    lock = threading.Lock()
+
     def counted() -> None:
-        with shared.steps.get_lock():
+        with lock:  # this process's threads share its counter
             shared.steps.value += 1
 
     try:
