@@ -37,9 +37,6 @@ BENCH_ARGS ?=
 FRAMEWORKS ?= agno autogen graphiti crewai
 TORCH_FRAMEWORKS ?=
 FW_PYTEST_ARGS ?=
-# One pytest worker more than the machine has cores: many tests wait on real time (a
-# budget, a server, a child process), and one extra worker keeps the cores busy then.
-PYTEST_WORKERS ?= $(shell $(PYTHON) -c 'import os; print((os.cpu_count() or 1) + 1)')
 
 .PHONY: venv lint test certify bench clean test-frameworks findings
 
