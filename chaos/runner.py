@@ -112,8 +112,13 @@ def run_workers(
     number, so a worker behaves the same whichever process runs it. ``factory_of``, if
     given, names the factory of each worker's handle (by its number in the plan), so
     that groups of workers can reach the backend by different routes.
+
+    The deadline is moved on by the time the handles took to open, as worker processes'
+    is by the time they took to start: a scenario's share of the budget goes to its
+    steps, so a loaded machine that is slow to open connections still runs some.
     """
     result = RunResult(plan.scenario, plan.size)
+    opening = time.monotonic()
     workers: list[_Worker] = []
     raw_handles: list[MemoryBackend] = []
     for k in which:
@@ -123,6 +128,7 @@ def run_workers(
         workers.append(_Worker(
             first_worker + k, plan.workers[k], build_faults(handle, plan.faults, worker_rng),
             build_clock(shared, plan.faults, worker_rng)))
+    deadline += time.monotonic() - opening
     errors: list[BaseException] = []
 
     def work(worker: _Worker) -> None:
