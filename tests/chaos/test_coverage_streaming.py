@@ -389,7 +389,7 @@ def _complete(recorder: HistoryRecorder, invocation: Entry, outcome: str, error:
         recorder.ok(invocation, Ack(applied=True))
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(plan=steps, drawn=windows, loose=raw)
 def test_coverage_an_entry_at_a_time_equals_the_whole_history_measure(plan, drawn, loose):
     assert_same_as_oracle(build(plan), nemesis_of(drawn, loose))

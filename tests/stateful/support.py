@@ -10,7 +10,7 @@ import os
 import re
 from collections.abc import Iterable
 
-from hypothesis import settings
+from hypothesis import Phase, settings
 
 from invariants.stateful import PROFILES
 
@@ -22,6 +22,10 @@ HUNT = settings(PROFILES["memcert-ci"], max_examples=300, stateful_step_count=20
 
 CONCURRENT_ONLY = frozenset({"chaos.examples:racy_upsert"})
 """Known-bad backends whose bug shows only when operations race."""
+
+HUNT_RACES = settings(HUNT, phases=tuple(phase for phase in Phase if phase is not Phase.shrink))
+"""HUNT without shrinking, for CONCURRENT_ONLY backends: a race's program is not held to
+a length, and shrinking one replays its timing-dependent failure a thousand times over."""
 
 QUICK_PROFILE = """
 from hypothesis import settings

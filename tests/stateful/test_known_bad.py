@@ -8,14 +8,15 @@ import pytest
 from chaos.examples import KNOWN_BAD
 from invariants.stateful import VIOLATED, run_machine
 
-from .support import CONCURRENT_ONLY, HUNT, untimed
+from .support import CONCURRENT_ONLY, HUNT, HUNT_RACES, untimed
 
 
 @pytest.mark.parametrize(("spec", "checkers"),
                          sorted(KNOWN_BAD.items()))
 def test_each_known_bad_backend_fails_its_checkers_with_a_short_program(spec, checkers, capsys):
+    hunt = HUNT_RACES if spec in CONCURRENT_ONLY else HUNT
     for checker in checkers:
-        run = run_machine(spec, level="lexical", checkers=(checker,), settings=HUNT)
+        run = run_machine(spec, level="lexical", checkers=(checker,), settings=hunt)
 
         assert run.failed == (checker,)
         (failure,) = run.failures
